@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Build (or reuse) the test control plane binaries and CRDs from the Go module proxy.
+# Output: $MANENT_CACHE/<tool>-<version>/... ; prints nothing but progress on stderr.
+# Each tool is built in a throwaway module whose go.mod pins it; results are keyed by version,
+# so a fresh clone on the same machine reuses them and starts in seconds.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=/dev/null
+. "$here/versions.env"
+CACHE="${MANENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/manent}"
+mkdir -p "$CACHE"
+# One build at a time per cache (tests, make and CI may all ask at once).
+exec 9>"$CACHE/.build.lock"
+flock 9
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+export CGO_ENABLED=0
+
+log() { echo "[build-tools] $*" >&2; }
+
+modroot() {  # print the module cache dir of module@version (downloads it)
+  go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'
+}
+
+scratch_module() {  # new throwaway module dir on stdout
+  local d; d="$(mktemp -d "$CACHE/.build.XXXXXX")"
+  (cd "$d" && go mod init manent.local/tools >/dev/null 2>&1)
+  echo "$d"
+}
+
+build_kubernetes() {
+  local out="$CACHE/kubernetes-$K8S_VERSION/bin"
+  if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]]; then return; fi
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION (cold: ~15-25 min on 2 cores)"
+  local d; d="$(scratch_module)"
+  local gomod; gomod="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
+  local staging="v0.${K8S_VERSION#v1.}"
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 with local replaces; point them at the published tags.
+  python3 - "$gomod" "$staging" "$d/go.mod" <<'PY'
+import re, sys
+src, ver, dst = sys.argv[1:]
+mods = sorted(set(re.findall(r"^\s*(k8s\.io/[\w.-]+) v0\.0\.0\s*$", open(src).read(), re.M)))
+with open(dst, "a") as f:
+    f.write("\nreplace (\n")
+    for m in mods:
+        f.write(f"\t{m} => {m} {ver}\n")
+    f.write(")\n")
+PY
+  (
+    cd "$d"
+    go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
+    local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+    local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+    mkdir -p "$out.tmp"
+    go build -trimpath -ldflags "$ld" -o "$out.tmp/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  )
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+
+build_simple() {  # name version package [ldflags]
+  local name="$1" version="$2" pkg="$3" ldflags="${4:-}"
+  local out="$CACHE/$name-$version/bin"
+  if [[ -x "$out/$name" ]]; then return; fi
+  log "building $name $version"
+  local d; d="$(scratch_module)"
+  (
+    cd "$d"
+    go get "$pkg@$version" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
+    mkdir -p "$out.tmp"
+    go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp/$name" "$pkg"
+  )
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+
+fetch_crds() {
+  local out="$CACHE/crds-gateway-$GATEWAY_API_VERSION-istio-$ISTIO_API_VERSION"
+  if [[ -s "$out/gateway-api.yaml" && -s "$out/istio.yaml" ]]; then return; fi
+  log "collecting Gateway API $GATEWAY_API_VERSION and Istio $ISTIO_API_VERSION CRDs"
+  mkdir -p "$out.tmp"
+  local gw; gw="$(modroot "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
+  : > "$out.tmp/gateway-api.yaml"
+  for f in "$gw"/config/crd/standard/*.yaml; do
+    { echo "---"; cat "$f"; } >> "$out.tmp/gateway-api.yaml"
+  done
+  local is; is="$(modroot "istio.io/api@$ISTIO_API_VERSION")"
+  cat "$is/kubernetes/customresourcedefinitions.gen.yaml" > "$out.tmp/istio.yaml"
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
+what="${1:-all}"
+case "$what" in
+  all|crds) fetch_crds ;;&
+  all|etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;&
+  all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;&
+  all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+              "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;&
+  all|kubernetes) build_kubernetes ;;
+  *) ;;
+esac
+rm -rf "$CACHE"/.build.?????? 2>/dev/null || true
+log "tools ready in $CACHE"

@@ -1,0 +1,346 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""Connection to one cluster's API server: credentials, TLS, one HTTP path for every call.
+
+Built on the official ``kubernetes`` client's REST layer (its configured urllib3 pool: TLS
+verification, client certificates, connection reuse across threads). Every call goes through
+``Kube.request``, which
+
+- sends JSON bodies and parses JSON answers,
+- collects the API server's ``Warning`` headers (deprecated APIs, unknown fields),
+- retries transient failures (429 with Retry-After, 500/502/503/504, connection resets,
+  timeouts) with bounded exponential backoff, and never retries permanent ones,
+- turns error statuses into typed errors whose message is the server's own (which names the
+  verb, resource, namespace and user for 403s) plus the field paths of 422 causes.
+
+Credentials are never put in messages or results. Values may be given inline, as ``file:/path``
+or ``env:NAME`` references (e.g. the in-cluster service-account token
+``file:/var/run/secrets/kubernetes.io/serviceaccount/token``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+    ApiError, ConflictError, InputError, NotFoundError)
+
+try:
+    from kubernetes.client import Configuration
+    from kubernetes.client.rest import RESTClientObject
+    import urllib3
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - reported by the modules
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = exc
+
+IN_CLUSTER_TOKEN = "file:/var/run/secrets/kubernetes.io/serviceaccount/token"
+TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
+USER_AGENT = "manent.kubernetes/0.1"
+
+
+@dataclass
+class ConnectionOptions:
+    """How to reach and authenticate to one API server (SPEC §5)."""
+
+    server: str
+    port: int = 6443
+    token: str = ""
+    client_cert: str = ""
+    client_key: str = ""
+    ca: str = ""
+    ca_file: str = ""
+    insecure_skip_tls_verify: bool = False
+    timeout: float = 30.0
+    retries: int = 5
+    pool_size: int = 16
+
+    @property
+    def url(self):
+        server = (self.server or "").strip().rstrip("/")
+        if not server:
+            raise InputError("no API server given", subject="connection", hint="set the target's host or https:// URL")
+        if server.startswith("http://"):
+            raise InputError("plain http is not supported: %s" % server, subject="connection",
+                             hint="use an https:// URL")
+        if server.startswith("https://"):
+            rest = server[len("https://"):]
+            if ":" in rest.split("/", 1)[0] or rest.startswith("["):
+                return server
+            host, _, path = rest.partition("/")
+            return "https://%s:%d%s" % (host, self.port, "/" + path if path else "")
+        return "https://%s:%d" % (server, self.port)
+
+
+def resolve_secret(value, what):
+    """Resolve ``file:``/``env:`` references; inline values are returned unchanged."""
+    if not value:
+        return ""
+    value = str(value)
+    if value.startswith("file:"):
+        path = os.path.expanduser(value[len("file:"):])
+        try:
+            with open(path, "r") as f:
+                return f.read().strip()
+        except OSError as exc:
+            raise InputError("cannot read %s from %s: %s" % (what, path, exc.strerror), subject="connection",
+                             hint="check the file exists and is readable by the controller user")
+    if value.startswith("env:"):
+        name = value[len("env:"):]
+        if name not in os.environ:
+            raise InputError("environment variable %s for %s is not set" % (name, what), subject="connection")
+        return os.environ[name].strip()
+    return value
+
+
+class Response:
+    __slots__ = ("status", "data", "headers", "warnings")
+
+    def __init__(self, status, data, headers, warnings):
+        self.status = status
+        self.data = data
+        self.headers = headers
+        self.warnings = warnings
+
+
+def parse_warnings(values):
+    """RFC 7234 Warning header values ('299 - "text"') -> list of texts."""
+    out = []
+    for value in values or ():
+        for part in _split_warning_header(value):
+            part = part.strip()
+            if part.startswith("299"):
+                text = part[3:].strip()
+                if text.startswith("-"):
+                    text = text[1:].strip()
+                if len(text) >= 2 and text[0] == '"':
+                    end = text.rfind('"')
+                    text = text[1:end] if end > 0 else text[1:]
+                text = text.replace('\\"', '"')
+                if text:
+                    out.append(text)
+    return out
+
+
+def _split_warning_header(value):
+    parts, buf, quoted, escaped = [], [], False, False
+    for ch in value:
+        if escaped:
+            buf.append(ch)
+            escaped = False
+        elif ch == "\\":
+            buf.append(ch)
+            escaped = True
+        elif ch == '"':
+            buf.append(ch)
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    return parts
+
+
+def error_from_status(status, body, subject=None, retry_after=None):
+    """Typed error from an HTTP status and a (parsed) Status body."""
+    message = ""
+    reason = ""
+    if isinstance(body, dict):
+        message = body.get("message") or ""
+        reason = body.get("reason") or ""
+        causes = (body.get("details") or {}).get("causes") or []
+        fields = ["%s: %s" % (c.get("field"), c.get("message")) for c in causes if c.get("field")]
+        if fields and status == 422:
+            message = "%s [fields: %s]" % (message, "; ".join(fields))
+    elif body:
+        message = str(body)[:500]
+    if not message:
+        message = "HTTP %s" % status
+    transient = status in TRANSIENT_STATUSES
+    hint = None
+    if status == 401:
+        hint = "the credentials were not accepted: check the token or client certificate of this target"
+    elif status == 403:
+        hint = "the credentials lack RBAC rights for this: grant them in a Role/ClusterRole bound to this user"
+    cls = ApiError
+    if status == 404:
+        cls = NotFoundError
+    elif status == 409:
+        cls = ConflictError
+    return cls(message, status=status, reason=reason, subject=subject, hint=hint, transient=transient,
+               body=body if isinstance(body, dict) else {}, retry_after=retry_after)
+
+
+class Kube:
+    """One API server. Thread-safe: the pool is shared by concurrent appliers."""
+
+    def __init__(self, options: ConnectionOptions):
+        if not HAS_KUBERNETES:
+            raise InputError("the Python package 'kubernetes' is required: %s" % KUBERNETES_IMPORT_ERROR,
+                             hint="pip install -r requirements.txt on the controller / execution environment")
+        self.options = options
+        self.url = options.url
+        self._tmp = tempfile.mkdtemp(prefix="manent-conn-")
+        os.chmod(self._tmp, 0o700)
+        cfg = Configuration()
+        cfg.host = self.url
+        cfg.verify_ssl = not options.insecure_skip_tls_verify
+        cfg.connection_pool_maxsize = options.pool_size
+        ca = resolve_secret(options.ca, "the CA certificate")
+        if ca:
+            cfg.ssl_ca_cert = self._pem_file("ca.crt", ca, "the CA certificate")
+        elif options.ca_file:
+            if not os.path.exists(os.path.expanduser(options.ca_file)):
+                raise InputError("CA file %s does not exist" % options.ca_file, subject="connection",
+                                 hint="set ca_file to a PEM bundle, or leave it empty to use the system CAs")
+            cfg.ssl_ca_cert = os.path.expanduser(options.ca_file)
+        cert = resolve_secret(options.client_cert, "the client certificate")
+        key = resolve_secret(options.client_key, "the client key")
+        if bool(cert) != bool(key):
+            raise InputError("a client certificate needs both the certificate and the key", subject="connection",
+                             hint="set both client_cert and client_key")
+        if cert:
+            cfg.cert_file = self._pem_file("client.crt", cert, "the client certificate")
+            cfg.key_file = self._pem_file("client.key", key, "the client key")
+        self._token = resolve_secret(options.token, "the bearer token")
+        if options.insecure_skip_tls_verify:
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        self._pool = RESTClientObject(cfg).pool_manager
+        self._version = None
+
+    def _pem_file(self, name, content, what):
+        if content.startswith("/") and os.path.exists(content):
+            return content
+        if "-----BEGIN" not in content:
+            raise InputError("%s is not PEM data" % what, subject="connection",
+                             hint="give the PEM text, or a file: reference to a PEM file")
+        path = os.path.join(self._tmp, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(content if content.endswith("\n") else content + "\n")
+        return path
+
+    def close(self):
+        try:
+            self._pool.clear()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ HTTP
+
+    def request(self, method, path, query=None, body=None, content_type="application/json",
+                accept="application/json", subject=None, timeout=None, retry=True):
+        """Send one request; returns a Response or raises a typed ApiError."""
+        url = self.url + path
+        if query:
+            url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
+        if self._token:
+            headers["Authorization"] = "Bearer " + self._token
+        payload = None
+        if body is not None:
+            payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = content_type
+        attempts = max(1, self.options.retries if retry else 1)
+        delay = 0.2
+        for attempt in range(1, attempts + 1):
+            try:
+                r = self._pool.request(method, url, body=payload, headers=headers, retries=False,
+                                       timeout=urllib3.Timeout(connect=10.0, read=timeout or self.options.timeout),
+                                       preload_content=True)
+            except (urllib3.exceptions.SSLError,) as exc:
+                raise ApiError("TLS verification failed for %s: %s" % (self.url, _short(exc)), subject=subject,
+                               hint="give the cluster CA (ca / ca_file); insecure_skip_tls_verify is for development "
+                                    "only")
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt < attempts:
+                    time.sleep(_jitter(delay))
+                    delay = min(delay * 2, 5.0)
+                    continue
+                raise ApiError("cannot reach %s: %s" % (self.url, _short(exc)), subject=subject, transient=True,
+                               hint="check the address and that the API server is up")
+            warnings = parse_warnings(r.headers.getlist("Warning") if hasattr(r.headers, "getlist") else
+                                      [r.headers.get("Warning")] if r.headers.get("Warning") else [])
+            data = _decode(r.data)
+            if 200 <= r.status < 300:
+                return Response(r.status, data, r.headers, warnings)
+            retry_after = _retry_after(r.headers.get("Retry-After"))
+            err = error_from_status(r.status, data, subject=subject, retry_after=retry_after)
+            if err.transient and attempt < attempts:
+                time.sleep(min(retry_after if retry_after is not None else _jitter(delay), 10.0))
+                delay = min(delay * 2, 5.0)
+                continue
+            raise err
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def get_json(self, path, **kw):
+        return self.request("GET", path, **kw).data
+
+    def version(self):
+        """(major, minor, gitVersion) of the server; also checks the credentials reach it."""
+        if self._version is None:
+            v = self.get_json("/version", subject="cluster version")
+            minor = "".join(ch for ch in str(v.get("minor", "0")) if ch.isdigit()) or "0"
+            major = "".join(ch for ch in str(v.get("major", "1")) if ch.isdigit()) or "1"
+            self._version = (int(major), int(minor), v.get("gitVersion", ""))
+        return self._version
+
+    def whoami(self):
+        """The user the server sees for these credentials (SelfSubjectReview), or '' if unavailable."""
+        try:
+            r = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                             body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                             subject="credentials check")
+        except NotFoundError:
+            return ""
+        return ((r.data.get("status") or {}).get("userInfo") or {}).get("username", "")
+
+
+def _quote(value):
+    from urllib.parse import quote
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    return quote(str(value), safe="")
+
+
+def _decode(raw):
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _retry_after(value):
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _jitter(delay):
+    return delay * (0.5 + random.random())  # nosec - not cryptographic
+
+
+def _short(exc):
+    text = str(exc)
+    return text if len(text) < 300 else text[:300] + "..."

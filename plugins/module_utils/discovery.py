@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""What one cluster serves: kinds, their resource names, scope and versions.
+
+Discovery is read once per cluster per run: aggregated discovery (``apidiscovery.k8s.io/v2``, two
+requests: ``/api`` and ``/apis``) where the server offers it, the per-group documents otherwise.
+The result is cached on the controller in the run's work directory (keyed by server URL, with a
+TTL) so every module of the run shares it; a kind that is missing is looked up once more with a
+fresh discovery (it may be a CRD applied a moment ago).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import namedtuple
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
+
+Resource = namedtuple("Resource", "group version kind plural namespaced verbs")
+
+AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
+CACHE_TTL = 600
+
+
+class Discovery:
+    def __init__(self, kube, cache_dir=None, ttl=CACHE_TTL):
+        self.kube = kube
+        self.cache_dir = cache_dir
+        self.ttl = ttl
+        self._by_gvk = None
+        self._refreshed = False
+        self.source = None  # "cache", "aggregated" or "legacy"
+
+    # ---------------------------------------------------------------- loading
+
+    def _cache_path(self):
+        if not self.cache_dir:
+            return None
+        digest = hashlib.sha256(self.kube.url.encode()).hexdigest()[:16]
+        return os.path.join(self.cache_dir, "discovery-%s.json" % digest)
+
+    def _load(self, fresh=False):
+        path = self._cache_path()
+        if path and not fresh and os.path.exists(path):
+            try:
+                with open(path) as f:
+                    cached = json.load(f)
+                if time.time() - cached.get("time", 0) < self.ttl and cached.get("url") == self.kube.url:
+                    self._index(cached["resources"])
+                    self.source = "cache"
+                    return
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        resources = self._fetch()
+        self._index(resources)
+        if path:
+            os.makedirs(self.cache_dir, exist_ok=True)
+            tmp = path + ".%d.tmp" % os.getpid()
+            with open(tmp, "w") as f:
+                json.dump({"time": time.time(), "url": self.kube.url, "resources": resources}, f)
+            os.replace(tmp, path)
+
+    def _index(self, resources):
+        self._by_gvk = {}
+        for r in resources:
+            res = Resource(*r)
+            self._by_gvk[(res.group, res.version, res.kind)] = res
+
+    def _fetch(self):
+        try:
+            core = self.kube.request("GET", "/api", accept=AGGREGATED_ACCEPT, subject="discovery").data
+            groups = self.kube.request("GET", "/apis", accept=AGGREGATED_ACCEPT, subject="discovery").data
+        except ApiError as exc:
+            raise DiscoveryError("discovery failed: %s" % exc, subject=self.kube.url)
+        if isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList":
+            self.source = "aggregated"
+            return _from_aggregated(core) + _from_aggregated(groups)
+        self.source = "legacy"
+        return self._fetch_legacy(groups)
+
+    def _fetch_legacy(self, groups):
+        out = []
+        paths = ["/api/v1"]
+        for g in (groups or {}).get("groups", []):
+            for v in g.get("versions", []):
+                paths.append("/apis/" + v["groupVersion"])
+        for path in paths:
+            try:
+                doc = self.kube.get_json(path, subject="discovery")
+            except ApiError:
+                continue  # an unavailable aggregated API must not break the deploy
+            group, version = split_api_version(doc.get("groupVersion", "v1"))
+            for r in doc.get("resources", []):
+                if "/" in r.get("name", ""):
+                    continue
+                out.append([group, version, r["kind"], r["name"], bool(r.get("namespaced")), r.get("verbs", [])])
+        return out
+
+    # ---------------------------------------------------------------- queries
+
+    def resources(self):
+        if self._by_gvk is None:
+            self._load()
+        return self._by_gvk
+
+    def refresh(self):
+        self._load(fresh=True)
+        self._refreshed = True
+
+    def find(self, api_version, kind):
+        """Resource for apiVersion/kind, or None. A miss refreshes discovery once per run."""
+        group, version = split_api_version(api_version)
+        res = self.resources().get((group, version, kind))
+        if res is None and not self._refreshed:
+            self.refresh()
+            res = self._by_gvk.get((group, version, kind))
+        return res
+
+    def served(self, api_version, kind):
+        return self.find(api_version, kind) is not None
+
+    def versions_of(self, group, kind):
+        return sorted(v for (g, v, k) in self.resources() if g == group and k == kind)
+
+    def api_versions(self):
+        """group/version and group/version/Kind strings, as helm's --api-versions expects."""
+        out = set()
+        for (g, v, k) in self.resources():
+            gv = "%s/%s" % (g, v) if g else v
+            out.add(gv)
+            out.add("%s/%s" % (gv, k))
+        return sorted(out)
+
+    def require(self, api_version, kind, subject=None):
+        res = self.find(api_version, kind)
+        if res is None:
+            raise DiscoveryError("the cluster does not serve %s %s" % (api_version, kind), subject=subject,
+                                 hint="check apiVersion/kind, or install the CRD that defines it first")
+        return res
+
+    def path(self, api_version, kind, namespace=None, name=None, subject=None):
+        res = self.require(api_version, kind, subject=subject)
+        return resource_path(res, namespace, name)
+
+
+def resource_path(res, namespace=None, name=None):
+    base = "/api/%s" % res.version if not res.group else "/apis/%s/%s" % (res.group, res.version)
+    if res.namespaced and namespace:
+        base += "/namespaces/%s" % namespace
+    base += "/" + res.plural
+    if name:
+        base += "/" + name
+    return base
+
+
+def _from_aggregated(doc):
+    out = []
+    for item in (doc or {}).get("items", []):
+        group = (item.get("metadata") or {}).get("name", "")
+        for v in item.get("versions", []):
+            version = v.get("version")
+            for r in v.get("resources", []):
+                rk = r.get("responseKind") or {}
+                kind = rk.get("kind")
+                if not kind:
+                    continue
+                out.append([group, version, kind, r.get("resource"), r.get("scope") == "Namespaced",
+                            r.get("verbs", [])])
+    return out

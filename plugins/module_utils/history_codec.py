@@ -1,0 +1,478 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""Release history codec (SPEC §8, §9): names, labels and contents of the history ConfigMaps.
+
+Pure functions only: nothing here talks to a cluster, and every clock reading can be injected.
+
+* The *locator* ``manent-<tenant>-<app>-<artifact>-<env>-<hash>`` says which release is in service
+  and holds the deploy lock of its release key.
+* One *record* per release, named ``<locator>-<version>``, holds the objects that release applied
+  (gzip-compressed JSON in ``binaryData``) and its metadata (in ``data``).
+
+``<hash>`` is the first 8 hex digits of sha256 over ``tenant\\napplication\\nartifact\\nenvironment``;
+it keeps names of different release keys apart even when the readable parts are sanitised or shortened.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import datetime
+import gzip
+import hashlib
+import json
+import re
+import struct
+import zlib
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ANNOTATION_VERSION
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
+
+HASH_LEN = 8
+VERSION_HASH_LEN = 6
+NAME_MAX = 253
+VERSION_PART_MAX = 63
+LABEL_VALUE_MAX = 63
+PREFIX = "manent"
+# Room left for the four readable key parts (and their separators) so that locator + "-" + version fits.
+LOCATOR_MAX = NAME_MAX - 1 - VERSION_PART_MAX
+_PARTS_BUDGET = LOCATOR_MAX - len(PREFIX) - 4 - 1 - HASH_LEN
+
+LABEL_HISTORY = "manent.io/history"
+LABEL_RELEASE_VERSION = "manent.io/release-version"
+HISTORY_LOCATOR = "locator"
+HISTORY_RECORD = "record"
+
+RECORD_LIMIT = 900 * 1024
+RECORD_FORMAT = "1"
+OBJECTS_KEY = "objects.json.gz"
+LEGACY_OBJECTS_KEY = "objects.json"
+
+STATUS_PENDING = "pending"
+STATUS_DEPLOYED = "deployed"
+STATUS_FAILED = "failed"
+STATUS_SUPERSEDED = "superseded"
+STATUS_ROLLED_BACK = "rolled-back"
+STATUSES = (STATUS_PENDING, STATUS_DEPLOYED, STATUS_FAILED, STATUS_SUPERSEDED, STATUS_ROLLED_BACK)
+
+RECORD_FIELDS = ("version", "deployment", "artifactSha256", "created", "status", "slot", "replaced",
+                 "objectCount", "format")
+# Record fields the caller may set; the others follow from the release and its objects.
+RECORD_META_FIELDS = ("artifactSha256", "created", "status", "slot", "replaced")
+_FIXED_RECORD_FIELDS = ("version", "objectCount", "format")
+
+LOCK_FIELDS = ("lockHolder", "lockSince", "lockExpires")
+LOCATOR_FIELDS = ("version", "deployment", "record", "slot", "replaced", "replacedRecord", "updated") + LOCK_FIELDS
+LOCK_TTL_SECONDS = 900
+LOCK_FREE = "free"
+LOCK_HELD = "held"
+LOCK_EXPIRED = "expired"
+
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_TOO_LARGE_HINT = ("split the artifact into smaller artifacts, or take large ConfigMaps/Secrets out of the "
+                   "manifests (e.g. create them separately); nothing was written")
+
+
+# --------------------------------------------------------------------------- names
+
+
+def _sha_hex(text, length):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def key_hash(key):
+    """First 8 hex digits of sha256(tenant + '\\n' + application + '\\n' + artifact + '\\n' + environment)."""
+    return _sha_hex("\n".join((key.tenant, key.application, key.artifact, key.environment)), HASH_LEN)
+
+
+def sanitize(text):
+    """DNS-1123 label characters: lowercase, each run outside [a-z0-9-] -> '-', no '-' at the ends; '' -> 'x'."""
+    text = re.sub(r"[^a-z0-9-]+", "-", str(text).lower()).strip("-")
+    return text or "x"
+
+
+def _with_hash(body, original, limit):
+    """``body-<6 hex of sha256(original)>``, the body cut so the whole fits in ``limit``."""
+    suffix = _sha_hex(original, VERSION_HASH_LEN)
+    body = body[:limit - len(suffix) - 1].rstrip("-_.")
+    return "%s-%s" % (body, suffix) if body else suffix
+
+
+def version_part(version):
+    """The version as it appears in a record name (<= 63 chars).
+
+    Unchanged when already a DNS-1123 label; otherwise sanitised and followed by ``-`` and 6 hex digits of
+    sha256(version), so that e.g. ``1.4.0`` and ``1-4-0`` never share a name.
+    """
+    version = str(version)
+    part = sanitize(version)
+    if part == version and len(part) <= VERSION_PART_MAX:
+        return part
+    return _with_hash(part, version, VERSION_PART_MAX)
+
+
+def _shorten_parts(parts, budget):
+    """Cut each part in proportion to its length so that together they use at most ``budget`` chars."""
+    lengths = [len(part) for part in parts]
+    total = sum(lengths)
+    if total <= budget:
+        return list(parts)
+    spare = budget - len(parts)  # every part keeps at least one character
+    alloc = [1 + (length - 1) * spare // (total - len(parts)) for length in lengths]
+    left = budget - sum(alloc)
+    while left > 0:
+        for index, length in enumerate(lengths):
+            if left and alloc[index] < length:
+                alloc[index] += 1
+                left -= 1
+    return [part[:size].rstrip("-") or "x" for part, size in zip(parts, alloc)]
+
+
+def locator_name(key):
+    """``manent-<tenant>-<app>-<artifact>-<env>-<hash>`` (<= 189 chars so a record name fits in 253)."""
+    parts = [sanitize(part) for part in (key.tenant, key.application, key.artifact, key.environment)]
+    parts = _shorten_parts(parts, _PARTS_BUDGET)
+    return "-".join([PREFIX] + parts + [key_hash(key)])
+
+
+def record_name(key, version):
+    """``<locator>-<version part>`` (<= 253 chars)."""
+    return "%s-%s" % (locator_name(key), version_part(version))
+
+
+def label_value(text):
+    """A valid label value: returned as is when valid; otherwise cleaned and given a 6-hex hash suffix."""
+    text = "" if text is None else str(text)
+    if len(text) <= LABEL_VALUE_MAX and _LABEL_VALUE_RE.match(text):
+        return text
+    cleaned = re.sub(r"[^-A-Za-z0-9_.]+", "-", text)
+    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", cleaned)
+    return _with_hash(cleaned, text, LABEL_VALUE_MAX)
+
+
+def history_labels(key, role, version=None):
+    """Labels of a history ConfigMap: the release key labels plus ``manent.io/history`` (and the version)."""
+    labels = {name: label_value(value) for name, value in key.labels().items()}
+    labels[LABEL_HISTORY] = role
+    if version is not None:
+        labels[LABEL_RELEASE_VERSION] = label_value(version)
+    return labels
+
+
+def history_selector(key, role=None):
+    """Label selector of the history of one release key (``role``: locator or record, None for both)."""
+    labels = {name: label_value(value) for name, value in key.labels().items()}
+    if role:
+        labels[LABEL_HISTORY] = role
+    selector = ",".join("%s=%s" % item for item in sorted(labels.items()))
+    if not role:
+        selector += ",%s" % LABEL_HISTORY
+    return selector
+
+
+def release_subject(release):
+    key = release.key
+    return "release %s/%s/%s/%s version %s" % (key.tenant, key.application, key.artifact, key.environment,
+                                               release.version)
+
+
+# --------------------------------------------------------------------------- time
+
+
+def format_time(moment):
+    """RFC 3339 UTC with seconds: 2024-05-01T12:00:00Z (naive datetimes are taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text):
+    """RFC 3339 text -> aware datetime, or None when empty or unreadable."""
+    if not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(str(text).strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _gzip(raw):
+    """gzip with a fixed header (mtime 0, OS 'unknown') so equal input always gives equal bytes."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = compressor.compress(raw) + compressor.flush()
+    header = b"\x1f\x8b\x08\x00" + struct.pack("<I", 0) + b"\x02\xff"
+    trailer = struct.pack("<II", zlib.crc32(raw) & 0xFFFFFFFF, len(raw) & 0xFFFFFFFF)
+    return header + body + trailer
+
+
+def _check_status(status, subject):
+    if status not in STATUSES:
+        raise InputError("unknown release status %r" % (status,), subject=subject,
+                         hint="use one of: %s" % ", ".join(STATUSES))
+
+
+def encode_record(release, namespace, objects, meta=None):
+    """The record ConfigMap of ``release``: its applied ``objects`` compressed, and its metadata.
+
+    ``meta`` may set artifactSha256, created (datetime or RFC 3339; default now), status (default pending),
+    slot and replaced. Raises HistoryError, before anything is written, when the compressed objects exceed
+    RECORD_LIMIT.
+    """
+    meta = dict(meta or {})
+    subject = release_subject(release)
+    for field, value in (("version", release.version), ("deployment", release.deployment or "")):
+        if field in meta and str(meta.pop(field) or "") != str(value):
+            raise InputError("record field %s differs from the release (%r)" % (field, value), subject=subject,
+                             hint="the version and deployment id come from the release; leave them out of meta")
+    unknown = sorted(set(meta) - set(RECORD_META_FIELDS))
+    if unknown:
+        raise InputError("unknown record field(s) %s" % ", ".join(unknown), subject=subject,
+                         hint="record fields are: %s" % ", ".join(RECORD_META_FIELDS))
+    if not isinstance(objects, list) or not all(isinstance(obj, dict) for obj in objects):
+        raise InputError("the objects to save must be a list of mappings", subject=subject)
+    status = meta.get("status") or STATUS_PENDING
+    _check_status(status, subject)
+    created = meta.get("created") or _utcnow()
+    if isinstance(created, datetime.datetime):
+        created = format_time(created)
+    elif parse_time(created) is None:
+        raise InputError("created %r is not an RFC 3339 time" % (created,), subject=subject,
+                         hint="pass a datetime or text like 2024-05-01T12:00:00Z")
+    try:
+        raw = json.dumps(objects, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as err:
+        raise InputError("an object holds a value that cannot be saved as JSON: %s" % err, subject=subject,
+                         hint="quote dates and other non-string scalars in the manifests") from err
+    packed = _gzip(raw)
+    if len(packed) > RECORD_LIMIT:
+        raise HistoryError(
+            "the %d objects take %d bytes compressed (%.0f KiB), above the history limit of %d bytes (%d KiB)"
+            % (len(objects), len(packed), len(packed) / 1024.0, RECORD_LIMIT, RECORD_LIMIT // 1024),
+            subject=subject, hint=_TOO_LARGE_HINT)
+    data = {
+        "version": str(release.version),
+        "deployment": str(release.deployment or ""),
+        "artifactSha256": str(meta.get("artifactSha256") or ""),
+        "created": str(created),
+        "status": status,
+        "slot": str(meta.get("slot") or ""),
+        "replaced": str(meta.get("replaced") or ""),
+        "objectCount": str(len(objects)),
+        "format": RECORD_FORMAT,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": record_name(release.key, release.version),
+            "namespace": namespace,
+            "labels": history_labels(release.key, HISTORY_RECORD, release.version),
+            "annotations": release.annotations(),
+        },
+        "data": data,
+        "binaryData": {OBJECTS_KEY: base64.b64encode(packed).decode("ascii")},
+    }
+
+
+def _cm_subject(cm):
+    if not isinstance(cm, dict):
+        return "ConfigMap"
+    return ref(dict(cm, kind=cm.get("kind") or "ConfigMap"))
+
+
+def _data(cm, subject):
+    if not isinstance(cm, dict):
+        raise HistoryError("not a ConfigMap", subject=subject)
+    data = cm.get("data") or {}
+    if not isinstance(data, dict):
+        raise HistoryError("'data' is not a mapping", subject=subject,
+                           hint="delete this history ConfigMap or restore it from a backup")
+    return data
+
+
+def record_meta(cm):
+    """Metadata of a record ConfigMap without unpacking its objects: the data fields plus name/namespace."""
+    subject = _cm_subject(cm)
+    data = _data(cm, subject)
+    meta = {field: str(data.get(field) or "") for field in RECORD_FIELDS}
+    metadata = cm.get("metadata") or {}
+    if not meta["version"]:
+        meta["version"] = str((metadata.get("annotations") or {}).get(ANNOTATION_VERSION) or "")
+    meta["name"] = metadata.get("name") or ""
+    meta["namespace"] = metadata.get("namespace") or ""
+    return meta
+
+
+def _unpack_objects(cm, data, subject):
+    packed = (cm.get("binaryData") or {}).get(OBJECTS_KEY)
+    try:
+        if packed is not None:
+            if isinstance(packed, str):
+                packed = base64.b64decode(packed, validate=True)
+            text = gzip.decompress(packed).decode("utf-8")
+        elif data.get(LEGACY_OBJECTS_KEY) is not None:
+            text = data[LEGACY_OBJECTS_KEY]
+        else:
+            raise HistoryError("the record holds no objects (no binaryData %s nor data %s)"
+                               % (OBJECTS_KEY, LEGACY_OBJECTS_KEY), subject=subject,
+                               hint="this release cannot be rolled back to; delete the record")
+        objects = json.loads(text)
+    except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError) as err:
+        raise HistoryError("the saved objects are corrupt: %s" % err, subject=subject,
+                           hint="this release cannot be rolled back to; delete the record") from err
+    if not isinstance(objects, list) or not all(isinstance(obj, dict) for obj in objects):
+        raise HistoryError("the saved objects are not a list of objects", subject=subject,
+                           hint="this release cannot be rolled back to; delete the record")
+    return objects
+
+
+def decode_record(cm):
+    """(meta, objects) of a record ConfigMap; also reads records with uncompressed ``data: objects.json``."""
+    subject = _cm_subject(cm)
+    data = _data(cm, subject)
+    meta = record_meta(cm)
+    if meta["format"] and meta["format"] != RECORD_FORMAT:
+        raise HistoryError("record format %r is newer than this manent understands" % meta["format"],
+                           subject=subject, hint="upgrade the manent.kubernetes collection")
+    return meta, _unpack_objects(cm, data, subject)
+
+
+def set_status(cm, status, **fields):
+    """A copy of record ``cm`` with ``status`` and the given record fields (slot, replaced, ...) changed."""
+    subject = _cm_subject(cm)
+    _check_status(status, subject)
+    unknown = sorted(set(fields) - (set(RECORD_FIELDS) - set(_FIXED_RECORD_FIELDS)))
+    if unknown:
+        raise InputError("field(s) %s cannot be changed on a record" % ", ".join(unknown), subject=subject)
+    patched = copy.deepcopy(cm)
+    data = dict(_data(patched, subject))
+    data["status"] = status
+    for field, value in fields.items():
+        if isinstance(value, datetime.datetime):
+            value = format_time(value)
+        data[field] = "" if value is None else str(value)
+    patched["data"] = data
+    return patched
+
+
+# --------------------------------------------------------------------------- locator
+
+
+def encode_locator(release_key, namespace, current=None, now=None):
+    """The locator ConfigMap of ``release_key`` with ``current`` (locator fields) as its data.
+
+    ``updated`` is ``now`` when given, else current["updated"], else the current time.
+    """
+    current = dict(current or {})
+    unknown = sorted(set(current) - set(LOCATOR_FIELDS))
+    if unknown:
+        raise InputError("unknown locator field(s) %s" % ", ".join(unknown), subject=locator_name(release_key),
+                         hint="locator fields are: %s" % ", ".join(LOCATOR_FIELDS))
+    data = {}
+    for field in LOCATOR_FIELDS:
+        value = current.get(field)
+        if isinstance(value, datetime.datetime):
+            value = format_time(value)
+        data[field] = "" if value is None else str(value)
+    if now is not None:
+        data["updated"] = format_time(now)
+    elif not data["updated"]:
+        data["updated"] = format_time(_utcnow())
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": locator_name(release_key),
+            "namespace": namespace,
+            "labels": history_labels(release_key, HISTORY_LOCATOR),
+        },
+        "data": data,
+    }
+
+
+def decode_locator(cm):
+    """The locator fields of ``cm`` (missing ones are '')."""
+    data = _data(cm, _cm_subject(cm))
+    return {field: str(data.get(field) or "") for field in LOCATOR_FIELDS}
+
+
+def lock_state(locator_data, now):
+    """('free'|'held'|'expired', holder, since) of the lock kept in the locator data at time ``now``."""
+    holder = str(locator_data.get("lockHolder") or "")
+    if not holder:
+        return LOCK_FREE, "", ""
+    since = str(locator_data.get("lockSince") or "")
+    expires = parse_time(locator_data.get("lockExpires"))
+    if expires is None:
+        started = parse_time(since)
+        if started is None:
+            raise HistoryError("the lock held by %r has no readable lockSince/lockExpires" % holder,
+                               subject="history lock",
+                               hint="check that no deploy is running, then clear the lock fields of the locator")
+        expires = started + datetime.timedelta(seconds=LOCK_TTL_SECONDS)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=datetime.timezone.utc)
+    if now >= expires:
+        return LOCK_EXPIRED, holder, since
+    return LOCK_HELD, holder, since
+
+
+def with_lock(data, holder, now, ttl=LOCK_TTL_SECONDS):
+    """Copy of locator ``data`` locked by ``holder`` until now + ttl (a renewal by the holder keeps lockSince)."""
+    if not holder:
+        raise InputError("a lock needs a holder", subject="history lock")
+    locked = dict(data)
+    state, current, since = lock_state(data, now)
+    if not (state == LOCK_HELD and current == holder and since):
+        since = format_time(now)
+    locked["lockHolder"] = str(holder)
+    locked["lockSince"] = since
+    locked["lockExpires"] = format_time(now + datetime.timedelta(seconds=ttl))
+    return locked
+
+
+def without_lock(data):
+    unlocked = dict(data)
+    for field in LOCK_FIELDS:
+        unlocked[field] = ""
+    return unlocked
+
+
+# --------------------------------------------------------------------------- retention
+
+
+_OLDEST = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+
+
+def records_to_delete(records_meta, keep, protect=frozenset()):
+    """Names of the records beyond the ``keep`` newest (by created, then name), oldest first.
+
+    Names in ``protect`` (the release in service, the one being replaced) are never returned. Records with
+    no readable ``created`` count as the oldest.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 2:
+        raise InputError("must be a whole number of at least 2, got %r" % (keep,), subject="keep_releases",
+                         hint="set keep_releases to 2 or more")
+    entries = []
+    for index, record in enumerate(records_meta):
+        name = record.get("name")
+        if not name:
+            raise InputError("history record #%d has no name" % index, subject="keep_releases")
+        entries.append((parse_time(record.get("created")) or _OLDEST, name))
+    entries.sort(reverse=True)
+    protect = set(protect or ())
+    doomed = [name for _created, name in entries[keep:] if name not in protect]
+    return list(reversed(doomed))

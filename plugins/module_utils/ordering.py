@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""The one ordering table: in which tier each kind is applied, and deleted (reverse).
+
+Tiers are applied one after another; objects inside a tier are independent and may be applied
+concurrently. Namespaces come first (they are applied before the release is saved in history),
+then CRDs (which must be Established before their custom resources), cluster policy and RBAC,
+configuration, services, workloads, and finally everything else (custom resources, routes,
+webhook configurations last so they never block the objects they would admit).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of
+
+TIER_NAMESPACES = 0
+TIER_CRDS = 1
+
+# (tier, kinds) in apply order. Kinds not listed go to TIER_OTHER.
+_TIERS = (
+    (TIER_NAMESPACES, ("Namespace",)),
+    (TIER_CRDS, ("CustomResourceDefinition",)),
+    (2, ("ResourceQuota", "LimitRange", "StorageClass", "PriorityClass", "RuntimeClass",
+         "PodSecurityPolicy", "IngressClass", "ValidatingAdmissionPolicy",
+         "ValidatingAdmissionPolicyBinding")),
+    (3, ("ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")),
+    (4, ("ConfigMap", "Secret", "PersistentVolume", "PersistentVolumeClaim")),
+    (5, ("Service", "Endpoints", "EndpointSlice", "NetworkPolicy")),
+    (6, ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController",
+         "Pod", "Job", "CronJob", "HorizontalPodAutoscaler", "PodDisruptionBudget")),
+    (7, ("Ingress", "APIService")),
+)
+TIER_OTHER = 8
+TIER_WEBHOOKS = 9
+_WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+TIER_NAMES = {
+    0: "namespaces", 1: "crds", 2: "cluster", 3: "rbac", 4: "config", 5: "services",
+    6: "workloads", 7: "ingress", 8: "other", 9: "webhooks",
+}
+
+_KIND_TIER = {}
+_KIND_RANK = {}
+for _tier, _kinds in _TIERS:
+    for _i, _kind in enumerate(_kinds):
+        _KIND_TIER[_kind] = _tier
+        _KIND_RANK[_kind] = _i
+for _i, _kind in enumerate(_WEBHOOK_KINDS):
+    _KIND_TIER[_kind] = TIER_WEBHOOKS
+    _KIND_RANK[_kind] = _i
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+
+
+def tier_of(obj):
+    return _KIND_TIER.get(obj.get("kind"), TIER_OTHER)
+
+
+def sort_key(obj):
+    """Stable apply order: tier, rank of the kind in its tier, kind, namespace, name."""
+    k = key_of(obj)
+    return (tier_of(obj), _KIND_RANK.get(k.kind, 99), k.kind, k.group, k.namespace, k.name)
+
+
+def sort_for_apply(objects):
+    return sorted(objects, key=sort_key)
+
+
+def sort_for_delete(objects):
+    return sorted(objects, key=sort_key, reverse=True)
+
+
+def tiers(objects):
+    """[(tier, [objects])] in apply order, each tier's objects in stable order."""
+    grouped = {}
+    for obj in sort_for_apply(objects):
+        grouped.setdefault(tier_of(obj), []).append(obj)
+    return sorted(grouped.items())

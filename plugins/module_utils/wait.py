@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""The one wait loop: wait until every workload of a release is Current.
+
+All workloads are polled together, each round fetching only those not yet Current. A permanent
+failure (a Deployment past its progress deadline, a failed Job) stops the wait at once; at the
+deadline every workload still not ready is listed with its last status and what its pods report.
+The clock, the sleep and the API calls are injected, so the loop is tested without a cluster or time.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, NotFoundError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import annotations as annotations_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.status import (
+    CURRENT, NOT_FOUND, UNKNOWN, Result, compute, is_permanent_failure, pod_problems)
+
+WAIT_ANNOTATION = "manent.io/wait"
+PROGRESS_EVERY = 10.0
+
+# (group, kind) always waited for, and those waited for only with the annotation set to "true"
+_ALWAYS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+           ("extensions", "Deployment"), ("extensions", "DaemonSet")}
+_ON_REQUEST = {("apiextensions.k8s.io", "CustomResourceDefinition"), ("batch", "Job")}
+_NO_PODS = {"CustomResourceDefinition"}
+
+
+def needs_wait(obj):
+    """True for Deployments, StatefulSets, DaemonSets; CRDs and Jobs only with ``manent.io/wait: "true"``."""
+    key = (group_of(obj), obj.get("kind") or "")
+    if key in _ALWAYS:
+        return True
+    if key in _ON_REQUEST:
+        return str(annotations_of(obj).get(WAIT_ANNOTATION, "")).lower() == "true"
+    return False
+
+
+class _Tracked:
+    """One waited object: its last live state and status."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.ref = ref(obj)
+        self.live = None
+        self.result = Result(NOT_FOUND, "not fetched yet", "NotFetched")
+        self.seconds = 0.0
+        self.done = False
+
+    def entry(self):
+        return {"ref": self.ref, "status": self.result.status, "message": self.result.message,
+                "seconds": round(self.seconds, 1)}
+
+
+def _poll(item, fetch):
+    """Fetch and compute one object; a transient API error only makes this round's status Unknown."""
+    try:
+        live = fetch(item.obj)
+    except NotFoundError:
+        live = None
+    except ApiError as err:
+        if not err.transient:
+            raise
+        return item.live, Result(UNKNOWN, "could not read the object: %s" % err, "ApiError")
+    if live is None:
+        return None, Result(NOT_FOUND, "not found (applied but not visible yet)", "NotFound")
+    return live, compute(live)
+
+
+def _problems(item, list_pods):
+    if list_pods is None or item.obj.get("kind") in _NO_PODS:
+        return []
+    try:
+        return pod_problems(list_pods(item.live or item.obj))
+    except ApiError as err:
+        return ["pods could not be listed: %s" % err]
+
+
+def _describe(item, list_pods):
+    text = "%s: %s: %s" % (item.ref, item.result.status, item.result.message)
+    problems = _problems(item, list_pods)
+    if problems:
+        text = "%s [pods: %s]" % (text, "; ".join(problems))
+    return text
+
+
+def wait_for(objects, fetch, list_pods=None, timeout=300.0, interval=1.0, clock=time.monotonic,
+             sleep=time.sleep, on_progress=None):
+    """Wait until every object that ``needs_wait`` is Current; returns one status entry per waited object.
+
+    ``fetch(obj)`` returns the live object or None; ``list_pods(obj)`` returns the pods of a workload
+    (only used to explain failures). Raises WaitError: ``permanent=True`` at once for a failure that
+    waiting cannot fix, ``permanent=False`` at the deadline. ``on_progress(refs)`` gets the refs still
+    in progress at most every 10 seconds.
+    """
+    tracked = [_Tracked(obj) for obj in objects if needs_wait(obj)]
+    start = clock()
+    deadline = start + timeout
+    last_progress = start
+    while True:
+        for item in tracked:
+            if item.done:
+                continue
+            item.live, item.result = _poll(item, fetch)
+            item.seconds = clock() - start
+            if item.result.status == CURRENT:
+                item.done = True
+            elif is_permanent_failure(item.live, item.result):
+                raise _permanent(item, tracked, list_pods)
+        pending = [item for item in tracked if not item.done]
+        if not pending:
+            return [item.entry() for item in tracked]
+        now = clock()
+        if now >= deadline:
+            raise _timeout(pending, tracked, timeout, list_pods)
+        if on_progress is not None and now - last_progress >= PROGRESS_EVERY:
+            on_progress([item.ref for item in pending])
+            last_progress = now
+        sleep(max(0.0, min(interval, deadline - now)))
+
+
+def _permanent(item, tracked, list_pods):
+    message = "rollout failed: %s" % item.result.message
+    problems = _problems(item, list_pods)
+    if problems:
+        message = "%s; pods: %s" % (message, "; ".join(problems))
+    return WaitError(message, subject=item.ref, permanent=True, statuses=[entry.entry() for entry in tracked],
+                     hint="waiting longer cannot help: fix the cause above and deploy again, or roll back")
+
+
+def _timeout(pending, tracked, timeout, list_pods):
+    message = "%d of %d workloads not ready after %gs: %s" % (
+        len(pending), len(tracked), timeout, "; ".join(_describe(item, list_pods) for item in pending))
+    return WaitError(message, permanent=False, statuses=[item.entry() for item in tracked],
+                     hint="check the pods' events (kubectl describe pod), or raise wait_timeout if the rollout is slow")
