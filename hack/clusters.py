@@ -184,7 +184,7 @@ def cluster_processes(b, d, ports, url):
                                      "--service-account-private-key-file", os.path.join(d, "sa.key"),
                                      "--root-ca-file", os.path.join(d, "ca.crt"),
                                      "--use-service-account-credentials=false", "--leader-elect=false",
-                                     "--controllers", "*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,"
+                                     "--controllers", "*,-nodeipam,-cloud-node-lifecycle,"
                                      "-service-lb-controller,-persistentvolume-binder,-attachdetach",
                                      "--concurrent-deployment-syncs", "10", "--v=1"]),
         ("kube-scheduler", [b["kube-scheduler"], "--kubeconfig", kc,

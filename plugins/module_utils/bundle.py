@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""The bundle file: the rendered, validated, ordered objects of one release for one cluster.
+
+``manent_render`` writes it, ``manent_apply`` reads it: thousands of objects travel as a file path,
+never through Ansible variables. JSON, one document::
+
+    {"format": 1, "cluster": URL, "namespace": NS, "release": {...}, "artifact": {...},
+     "phase_hint": ..., "objects": [...], "sources": [...], "hooks_skipped": [...], "warnings": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+
+FORMAT = 1
+
+
+@dataclass
+class Bundle:
+    release: Release
+    namespace: str
+    objects: list
+    sources: list
+    cluster: str = ""
+    artifact: dict = field(default_factory=dict)
+    hooks_skipped: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def to_dict(self):
+        k = self.release.key
+        return {
+            "format": FORMAT,
+            "cluster": self.cluster,
+            "namespace": self.namespace,
+            "release": {"tenant": k.tenant, "application": k.application, "artifact": k.artifact,
+                        "environment": k.environment, "version": self.release.version,
+                        "deployment": self.release.deployment},
+            "artifact": self.artifact,
+            "objects": self.objects,
+            "sources": self.sources,
+            "hooks_skipped": self.hooks_skipped,
+            "warnings": self.warnings,
+        }
+
+    def source_of(self, index):
+        return self.sources[index] if index < len(self.sources) else ""
+
+    def summary(self):
+        counts = {}
+        for obj in self.objects:
+            counts[obj.get("kind")] = counts.get(obj.get("kind"), 0) + 1
+        return {"objects": len(self.objects), "kinds": dict(sorted(counts.items())),
+                "hooks_skipped": list(self.hooks_skipped), "warnings": list(self.warnings)}
+
+
+def write(bundle, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold Secret data
+    with os.fdopen(fd, "w") as f:
+        json.dump(bundle.to_dict(), f, separators=(",", ":"), sort_keys=True)
+    os.replace(tmp, path)
+    return path
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise InputError("cannot read bundle %s: %s" % (path, exc.strerror), subject="bundle",
+                         hint="run manent_render first and pass its bundle path")
+    except ValueError as exc:
+        raise InputError("bundle %s is not valid JSON: %s" % (path, exc), subject="bundle")
+    if data.get("format") != FORMAT:
+        raise InputError("bundle %s has format %r, this collection reads %d" % (path, data.get("format"), FORMAT),
+                         subject="bundle", hint="render again with the same collection version")
+    r = data["release"]
+    release = Release(ReleaseKey(application=r["application"], artifact=r["artifact"],
+                                 environment=r["environment"], tenant=r["tenant"]),
+                      version=r["version"], deployment=r.get("deployment", ""))
+    return Bundle(release=release, namespace=data["namespace"], objects=data["objects"],
+                  sources=data.get("sources", []), cluster=data.get("cluster", ""),
+                  artifact=data.get("artifact", {}), hooks_skipped=data.get("hooks_skipped", []),
+                  warnings=data.get("warnings", []))

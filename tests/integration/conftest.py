@@ -1,0 +1,81 @@
+"""Session fixtures for integration tests: real local clusters (hack/clusters.py), never mocks.
+
+By default the fixture starts the clusters of hack/clusters.py (or reuses the ones already running
+in .clusters/) and stops them at the end of the session if it started them. To run the tests
+against clusters you already have, set MANENT_TEST_INVENTORY to an inventory in the same format
+(see docs/testing.md). If the clusters cannot start, the session fails: it never skips.
+"""
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+import yaml
+
+from tests.integration.kube import Cluster
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTERS_DIR = os.environ.get("MANENT_CLUSTERS_DIR", os.path.join(ROOT, ".clusters"))
+
+
+def _load_inventory(path):
+    with open(path) as f:
+        inv = yaml.safe_load(f)
+    hosts = inv["all"]["hosts"]
+    return [Cluster.from_hostvars(name, hv) for name, hv in hosts.items()]
+
+
+@pytest.fixture(scope="session")
+def clusters():
+    external = os.environ.get("MANENT_TEST_INVENTORY")
+    if external:
+        yield _load_inventory(external)
+        return
+    script = os.path.join(ROOT, "hack", "clusters.py")
+    status = subprocess.run([sys.executable, script, "status", "--dir", CLUSTERS_DIR],
+                            capture_output=True, text=True)
+    started = status.returncode != 0
+    if started:
+        up = subprocess.run([sys.executable, script, "up", "--dir", CLUSTERS_DIR], capture_output=True, text=True)
+        if up.returncode != 0:
+            pytest.fail("local clusters did not start:\n%s\n%s" % (up.stdout, up.stderr[-20000:]), pytrace=False)
+    try:
+        found = _load_inventory(os.path.join(CLUSTERS_DIR, "inventory.yml"))
+        if len(found) < 2:
+            pytest.fail("integration tests need at least 2 clusters, inventory has %d" % len(found), pytrace=False)
+        yield found
+    finally:
+        if started and os.environ.get("MANENT_KEEP_CLUSTERS") != "1":
+            subprocess.run([sys.executable, script, "down", "--dir", CLUSTERS_DIR], check=False)
+
+
+@pytest.fixture(scope="session")
+def cluster(clusters):
+    return clusters[0]
+
+
+@pytest.fixture(scope="session")
+def inventory_path(clusters):
+    return os.environ.get("MANENT_TEST_INVENTORY") or os.path.join(CLUSTERS_DIR, "inventory.yml")
+
+
+@pytest.fixture
+def namespace(cluster):
+    """A fresh namespace on the first cluster, deleted after the test."""
+    name = "t-" + uuid.uuid4().hex[:10]
+    cluster.create_namespace(name)
+    yield name
+    cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def namespaces(clusters):
+    """The same fresh namespace on every cluster."""
+    name = "t-" + uuid.uuid4().hex[:10]
+    for c in clusters:
+        c.create_namespace(name)
+    yield name
+    for c in clusters:
+        c.delete_namespace(name)

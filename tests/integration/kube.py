@@ -1,0 +1,89 @@
+"""A test-side handle on one real cluster, built on the collection's own client (no mocks)."""
+
+import os
+import time
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions, Kube, resolve_secret
+from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import NotFoundError
+
+
+class Cluster:
+    def __init__(self, name, url, token, ca_file, region="", az="", hostvars=None):
+        self.name = name
+        self.url = url
+        self.token = token
+        self.ca_file = ca_file
+        self.region = region
+        self.az = az
+        self.hostvars = hostvars or {}
+        self._kube = None
+        self._discovery = None
+
+    @classmethod
+    def from_hostvars(cls, name, hv):
+        return cls(name, hv["manent_api_server"], resolve_secret(hv["manent_token"], "token"),
+                   hv.get("manent_ca_file", ""), hv.get("region", ""), hv.get("az", ""), hv)
+
+    @property
+    def dir(self):
+        return os.path.dirname(self.ca_file)
+
+    def connection(self, **overrides):
+        opts = dict(server=self.url, token=self.token, ca_file=self.ca_file)
+        opts.update(overrides)
+        return ConnectionOptions(**opts)
+
+    @property
+    def kube(self):
+        if self._kube is None:
+            self._kube = Kube(self.connection())
+        return self._kube
+
+    @property
+    def discovery(self):
+        if self._discovery is None:
+            self._discovery = Discovery(self.kube)
+        return self._discovery
+
+    def path(self, api_version, kind, namespace=None, name=None):
+        return self.discovery.path(api_version, kind, namespace, name)
+
+    def get(self, api_version, kind, namespace, name):
+        try:
+            return self.kube.get_json(self.path(api_version, kind, namespace, name))
+        except NotFoundError:
+            return None
+
+    def list(self, api_version, kind, namespace=None, selector=None):
+        q = {"labelSelector": selector} if selector else None
+        return self.kube.get_json(self.path(api_version, kind, namespace), query=q)["items"]
+
+    def apply(self, obj, manager="test-setup", force=True, token=None):
+        meta = obj["metadata"]
+        path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+        kube = self.kube if token is None else Kube(self.connection(token=token))
+        return kube.request("PATCH", path, query={"fieldManager": manager, "force": force}, body=obj,
+                            content_type="application/apply-patch+yaml").data
+
+    def delete(self, api_version, kind, namespace, name):
+        try:
+            self.kube.request("DELETE", self.path(api_version, kind, namespace, name))
+        except NotFoundError:
+            pass
+
+    def create_namespace(self, name):
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def delete_namespace(self, name):
+        self.delete("v1", "Namespace", None, name)
+
+    def wait(self, predicate, timeout=60, interval=0.5, what="condition"):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = predicate()
+            if last:
+                return last
+            time.sleep(interval)
+        raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
