@@ -203,19 +203,21 @@ def run_helm(binary, args, home, timeout):
     """
     args = [str(arg) for arg in args]
     try:
-        proc = subprocess.Popen([binary] + args, cwd=home, env=isolated_environment(home),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+        with subprocess.Popen([binary] + args, cwd=home, env=isolated_environment(home),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                command = args[0] if args else ""
+                raise RenderError("helm %s did not finish within %s" % (command, format_duration(timeout)),
+                                  subject="helm.timeout",
+                                  hint="raise the plugin setting helm.timeout, or look for a template that loops"
+                                  ) from None
     except OSError as err:
         raise RenderError("cannot run helm %s: %s" % (binary, err.strerror or err), subject="helm.command",
                           hint=INSTALL_HINT) from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        raise RenderError("helm %s did not finish within %s" % (args[0] if args else "", format_duration(timeout)),
-                          subject="helm.timeout",
-                          hint="raise the plugin setting helm.timeout, or look for a template that loops") from None
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 

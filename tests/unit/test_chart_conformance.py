@@ -32,7 +32,7 @@ CASES = {
         {},
         {"api_versions": [HTTPROUTE], "slot": "a"},
         {"values_files": ["values-prod.yaml", "values-small.yaml"], "values_yaml": "config: {GREETING: hi}",
-         "set_values": {"image.tag": "1.4.0", "replicaCount": "4"}, "slot": "b", "api_versions": [HTTPROUTE]},
+         "set_values": {"image.tag": "1.4.0", "service.port": "8080"}, "slot": "b", "api_versions": [HTTPROUTE]},
         {"values_files": ["values-prod.yaml"], "set_values": {"route.enabled": "false"}, "include_crds": False,
          "kube_version": "v1.27.0", "release": "manent-sample", "namespace": "staging"},
     ],

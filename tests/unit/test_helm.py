@@ -10,6 +10,7 @@ one that fails with a long message.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import shutil
@@ -147,8 +148,9 @@ def test_set_values_are_parsed_as_yaml(helm):
     ({"image.tag": "1.4.0"}, {"image": {"tag": "1.4.0"}}),
     ({"replicaCount": "3"}, {"replicaCount": 3}),
     ({"a.b": "[1, two]", "a.c": "{x: y}"}, {"a": {"b": [1, "two"], "c": {"x": "y"}}}),
-    ({"flag": "yes", "text": "'3'", "none": "null", "empty": ""}, {"flag": True, "text": "3", "none": None, "empty": ""}),
-    ({"n": 7, "date": "2024-01-02"}, {"n": 7, "date": __import__("datetime").date(2024, 1, 2)}),
+    ({"flag": "yes", "text": "'3'", "none": "null", "empty": ""},
+     {"flag": True, "text": "3", "none": None, "empty": ""}),
+    ({"n": 7, "date": "2024-01-02"}, {"n": 7, "date": datetime.date(2024, 1, 2)}),
 ])
 def test_set_values_tree(set_values, tree):
     assert set_values_tree(set_values) == tree
@@ -416,7 +418,7 @@ def test_kube_version_capability(helm, kube_version, minor):
     sample = render(helm, kube_version=kube_version)
     assert one(sample, "ConfigMap")["data"]["kubeVersion"] == "v" + kube_version.lstrip("v")
     subchart = render(helm, "subchart-0.1.0.tgz", kube_version=kube_version, api_versions=["helm.k8s.io/test"])
-    labels = [obj for obj, _ in subchart.docs if obj["metadata"]["name"] == "subchart"][0]["metadata"]["labels"]
+    labels = [obj for obj, _source in subchart.docs if obj["metadata"]["name"] == "subchart"][0]["metadata"]["labels"]
     assert labels["kube-version/minor"] == minor
     assert labels["kube-api-version/test"] == "v1"
 

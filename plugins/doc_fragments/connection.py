@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""Shared documentation of the connection options of every manent module."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:  # pylint: disable=too-few-public-methods
+    DOCUMENTATION = r"""
+options:
+  api_server:
+    description:
+      - The cluster's API server, as a host name/IP or an C(https://) URL.
+      - In the roles this is the inventory host's C(manent_api_server) (default the host name).
+    type: str
+    required: true
+  port:
+    description:
+      - API server port, used when O(api_server) has no port.
+    type: int
+    default: 6443
+  token:
+    description:
+      - Bearer token (for example a ServiceAccount's).
+      - Inline, C(file:/path) (for example C(file:/var/run/secrets/kubernetes.io/serviceaccount/token)) or C(env:NAME).
+      - Never logged.
+    type: str
+  client_cert:
+    description:
+      - Client certificate (PEM), inline, C(file:/path) or C(env:NAME). Needs O(client_key).
+    type: str
+  client_key:
+    description:
+      - Client private key (PEM), inline, C(file:/path) or C(env:NAME). Never logged.
+    type: str
+  ca:
+    description:
+      - CA certificate (PEM) of the API server, inline, C(file:/path) or C(env:NAME).
+      - When empty, O(ca_file) is used, else the system CAs.
+    type: str
+  ca_file:
+    description:
+      - Path of a CA bundle, for example the in-cluster C(/var/run/secrets/kubernetes.io/serviceaccount/ca.crt).
+    type: path
+  insecure_skip_tls_verify:
+    description:
+      - Do not verify the API server's certificate. For development only.
+    type: bool
+    default: false
+  request_timeout:
+    description:
+      - Timeout of one API request, in seconds.
+    type: float
+    default: 30
+  work_dir:
+    description:
+      - Controller directory for the run's files (bundles, the discovery cache shared by the modules of a run).
+      - Defaults to C(~/.cache/manent/work).
+    type: path
+requirements:
+  - python >= 3.11
+  - kubernetes >= 29.0.0
+  - PyYAML >= 6.0
+"""

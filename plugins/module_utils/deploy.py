@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""One deploy of one bundle to one cluster (SPEC §7 steps 3-6, §10), and rollback (§8).
+
+Order: validate (credentials, version, record size) -> Namespaces -> save the release in history
+(pending, under a lock) -> remaining tiers (CRDs Established before their resources) -> wait for
+all workloads at once -> prune -> mark the release in service, clean up history. A failure after
+the record was saved marks it failed; the in-service pointer only moves after a successful rollout.
+A rerun of the release in service (same version and deploy id) writes no history at all.
+
+In check mode (dry_run) every object is applied with dryRun=All and nothing, history included,
+is written; objects in Namespaces that the bundle itself would create are counted as skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
+    CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change)
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+    ApplyError, ManentError, NotFoundError, WaitError)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, namespace_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
+    TIER_CRDS, TIER_NAMESPACES, sort_for_delete, tiers)
+from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, wait_for
+
+INSTALL, UPGRADE, ROLLBACK = lifecycle.INSTALL, lifecycle.UPGRADE, lifecycle.ROLLBACK
+
+
+@dataclass
+class DeployOptions:
+    apply: ApplyOptions = field(default_factory=ApplyOptions)
+    wait: bool = True
+    wait_timeout: float = 300.0
+    prune: bool = False
+    keep_releases: int = 5
+    break_lock: bool = False
+    holder: str = ""
+    helm_migrate_release: str = ""
+    on_progress: object = None
+
+
+@dataclass
+class DeployResult:
+    status: str
+    namespace: str
+    release: str
+    previous: str
+    changes: list = field(default_factory=list)
+    pruned: list = field(default_factory=list)
+    objects_skipped: int = 0
+    skipped: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    waited: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    history: dict = field(default_factory=dict)
+    phase: str = UPGRADE
+
+    @property
+    def changed(self):
+        return any(c.action in CHANGING for c in self.changes) or bool(self.pruned) or bool(
+            self.history.get("written"))
+
+    def to_dict(self):
+        return {
+            "status": self.status,
+            "changed": self.changed,
+            "details": {
+                "namespace": self.namespace, "objects": len([c for c in self.changes if c.action != SKIPPED]),
+                "release": self.release, "previous": self.previous, "pruned": self.pruned,
+                "objects_skipped": self.objects_skipped, "phase": self.phase,
+            },
+            "changes": [c.to_dict() for c in self.changes],
+            "counts": _counts(self.changes),
+            "warnings": self.warnings,
+            "waited": self.waited,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "history": self.history,
+        }
+
+
+def _counts(changes):
+    out = {}
+    for c in changes:
+        out[c.action] = out.get(c.action, 0) + 1
+    return out
+
+
+def default_holder():
+    return "%s@%s:%d" % (os.environ.get("USER", "manent"), socket.gethostname(), os.getpid())
+
+
+class Deployer:
+    def __init__(self, kube, discovery, options=None):
+        self.kube = kube
+        self.discovery = discovery
+        self.options = options or DeployOptions()
+        self.applier = Applier(kube, discovery, self.options.apply)
+
+    @property
+    def dry_run(self):
+        return self.options.apply.dry_run
+
+    def store(self, namespace, key):
+        return HistoryStore(self.kube, namespace, key, holder=self.options.holder or default_holder())
+
+    # ------------------------------------------------------------------ deploy
+
+    def deploy(self, bundle, phase=None, objects=None, previous_objects=None):
+        """Deploy ``bundle`` (or ``objects`` in its place, for rollback)."""
+        t0 = time.monotonic()
+        timings = {}
+        self.kube.version()  # credentials and reachability, before anything else
+        store = self.store(bundle.namespace, bundle.release.key)
+        current = store.in_service()
+        phase = phase or (INSTALL if current is None else UPGRADE)
+        version = bundle.release.version
+        result = DeployResult(status="pending", namespace=bundle.namespace, release=version,
+                              previous=(current or {}).get("version", ""), phase=phase,
+                              warnings=list(bundle.warnings))
+        selected, skipped = [], []
+        for obj in (objects if objects is not None else bundle.objects):
+            (selected if lifecycle.applies_in(obj, phase) else skipped).append(obj)
+        result.skipped = ["%s (deploy-on: not in %s)" % (ref(o), phase) for o in skipped]
+        result.changes.extend(Change(ref(o), SKIPPED, reason="deploy-on excludes %s" % phase) for o in skipped)
+        noop = bool(current) and current.get("version") == version and \
+            current.get("deployment") == bundle.release.deployment and phase != ROLLBACK
+        meta = {"artifactSha256": bundle.artifact.get("sha256", ""), "replaced": result.previous}
+        if not self.dry_run and not noop:
+            store.prepare_record(bundle.release, bundle.objects, meta)  # size check before the first write
+        if self.dry_run:
+            return self._dry_run(bundle, selected, result, timings, t0)
+
+        groups = tiers(selected)
+        ns_objects = [o for t, objs in groups if t == TIER_NAMESPACES for o in objs]
+        locked = False
+        saved = False
+        try:
+            t = time.monotonic()
+            result.changes.extend(self.applier.apply_tier(ns_objects, phase))
+            if not noop:
+                store.acquire(break_lock=self.options.break_lock)
+                locked = True
+                store.save_record(bundle.release, bundle.objects, meta)
+                saved = True
+                result.history["written"] = True
+            for tier, objs in groups:
+                if tier == TIER_NAMESPACES:
+                    continue
+                result.changes.extend(self.applier.apply_tier(objs, phase))
+                if tier == TIER_CRDS:
+                    self.applier.wait_established(objs)
+            timings["apply"] = time.monotonic() - t
+            t = time.monotonic()
+            if self.options.wait:
+                result.waited = self._wait(selected)
+            timings["wait"] = time.monotonic() - t
+            t = time.monotonic()
+            if self.options.prune:
+                old = previous_objects if previous_objects is not None else store.previous_objects()
+                result.pruned = self.prune(old, bundle.objects, result)
+            timings["prune"] = time.monotonic() - t
+            if not noop:
+                store.promote(bundle.release, result.previous)
+                result.history["deleted"] = store.cleanup(self.options.keep_releases)
+                if self.options.helm_migrate_release and phase == INSTALL:
+                    result.history["helm_secrets_deleted"] = store.delete_helm_release_secrets(
+                        self.options.helm_migrate_release)
+            result.status = "deployed" if phase != ROLLBACK else "rolled-back"
+        except ManentError as exc:
+            if saved:
+                try:
+                    store.mark(version, "failed")
+                except ManentError as mark_exc:  # keep the original error; say history may need a look
+                    result.warnings.append("could not mark release %s failed: %s" % (version, mark_exc))
+            if exc.partial is not None and isinstance(exc.partial, list):
+                result.changes.extend(exc.partial)
+            result.status = "failed"
+            exc.partial = result
+            raise
+        finally:
+            if locked:
+                try:
+                    store.release_lock()
+                except ManentError as exc:
+                    result.warnings.append("could not release the history lock: %s" % exc)
+            timings["total"] = time.monotonic() - t0
+            result.timings = timings
+        result.warnings.extend(w for c in result.changes for w in ("%s: %s" % (c.subject, x) for x in c.warnings))
+        return result
+
+    def _dry_run(self, bundle, selected, result, timings, t0):
+        t = time.monotonic()
+        new_namespaces = set()
+        for obj in selected:
+            if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
+                try:
+                    self.kube.get_json("/api/v1/namespaces/%s" % obj["metadata"]["name"])
+                except NotFoundError:
+                    new_namespaces.add(obj["metadata"]["name"])
+        checkable, skipped = [], []
+        for obj in selected:
+            (skipped if namespace_of(obj) in new_namespaces else checkable).append(obj)
+        for tier, objs in tiers(checkable):
+            result.changes.extend(self.applier.apply_tier(objs))
+        for obj in skipped:
+            result.changes.append(Change(ref(obj), SKIPPED, reason="namespace %s does not exist yet"
+                                         % namespace_of(obj)))
+        result.objects_skipped = len(skipped)
+        if self.options.prune:
+            store = self.store(bundle.namespace, bundle.release.key)
+            result.pruned = self.prune(store.previous_objects(), bundle.objects, result)
+        timings["apply"] = time.monotonic() - t
+        timings["total"] = time.monotonic() - t0
+        result.timings = timings
+        result.status = "checked"
+        result.warnings.extend(w for c in result.changes for w in ("%s: %s" % (c.subject, x) for x in c.warnings))
+        return result
+
+    def _wait(self, objects):
+        def fetch(obj):
+            return self.applier.get(obj)
+
+        def list_pods(obj):
+            sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            if not sel:
+                return []
+            q = {"labelSelector": ",".join("%s=%s" % kv for kv in sorted(sel.items()))}
+            return self.kube.get_json("/api/v1/namespaces/%s/pods" % namespace_of(obj), query=q).get("items", [])
+
+        waiting = [o for o in objects if needs_wait(o)]
+        return wait_for(waiting, fetch, list_pods=list_pods, timeout=self.options.wait_timeout,
+                        on_progress=self.options.on_progress)
+
+    # ------------------------------------------------------------------ prune
+
+    def prune(self, old_objects, new_objects, result=None):
+        """Delete objects of the previous release that the new one no longer has (SPEC §7 step 5)."""
+        keep = {key_of(o) for o in new_objects}
+        pruned = []
+        for obj in sort_for_delete([o for o in old_objects or [] if key_of(o) not in keep]):
+            ok, why = lifecycle.prunable(obj)
+            if not ok:
+                if result is not None:
+                    result.changes.append(Change(ref(obj), SKIPPED, reason="not pruned: %s" % why))
+                continue
+            target = self._served_for_delete(obj)
+            if self.applier.delete(target, wait=False):
+                pruned.append(ref(obj))
+                if result is not None:
+                    result.changes.append(Change(ref(obj), DELETED, reason="pruned"))
+        return pruned
+
+    def _served_for_delete(self, obj):
+        """Deleting works through a served version of the same group/kind (stored history may hold a
+        removed apiVersion)."""
+        if self.discovery.served(obj["apiVersion"], obj["kind"]):
+            return obj
+        group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
+        entry = apiversions.lookup(obj["apiVersion"], obj["kind"])
+        candidates = []
+        for g in {group, (entry.replacement or "").split("/")[0] if entry and entry.replacement and
+                  "/" in entry.replacement else group}:
+            kind = entry.new_kind if entry and g != group else obj["kind"]
+            candidates.extend("%s/%s" % (g, v) if g else v for v in self.discovery.versions_of(g, kind))
+        chosen = apiversions.delete_api_version(group, obj["kind"], candidates)
+        if not chosen:
+            raise ApplyError("cannot delete: the cluster serves no version of %s %s" % (obj["apiVersion"],
+                                                                                     obj["kind"]),
+                             subject=ref(obj), hint="delete it by hand, or rewrite the stored history")
+        out = dict(obj)
+        out["apiVersion"] = chosen
+        if entry and entry.replacement_kind:
+            out["kind"] = entry.new_kind
+        return out
+
+    # ------------------------------------------------------------------ rollback
+
+    def rollback(self, namespace, key, to_version=None, bundle_factory=None):
+        """Re-apply the stored objects of the previous release (or ``to_version``)."""
+        store = self.store(namespace, key)
+        current = store.in_service()
+        if current is None:
+            raise ManentError("no release in service to roll back from", subject="history %s" % namespace,
+                              hint="deploy first; rollback needs a release in history")
+        target = to_version or current.get("replaced")
+        if not target:
+            raise ManentError("release %s replaced nothing: there is no previous release" % current["version"],
+                              subject="history %s" % namespace, hint="name a version with rollback_to")
+        meta, objects = store.load(target)
+        mapped, notes = [], []
+        for obj in objects:
+            new, note = apiversions.map_for_cluster(obj, self.discovery.served)
+            mapped.append(new)
+            if note:
+                notes.append(note)
+        failed_objects = store.load(current["version"])[1] if current["version"] != target else []
+        bundle = bundle_factory(target, meta, mapped)
+        result = self.deploy(bundle, phase=ROLLBACK, objects=mapped, previous_objects=failed_objects)
+        result.warnings.extend(notes)
+        if not self.dry_run:
+            store.mark(current["version"], "rolled-back")
+        return result
+
+
+def wait_error_summary(exc):
+    if isinstance(exc, WaitError):
+        return exc.statuses
+    return []

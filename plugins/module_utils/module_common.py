@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""What every module shares: the connection argument spec, building the engine's objects from
+module parameters (in one place), and turning engine errors into ``fail_json``."""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.client import (
+    HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, ConnectionOptions, Kube)
+from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+
+CONNECTION_SPEC = {
+    "api_server": {"type": "str", "required": True},
+    "port": {"type": "int", "default": 6443},
+    "token": {"type": "str", "no_log": True},
+    "client_cert": {"type": "str"},
+    "client_key": {"type": "str", "no_log": True},
+    "ca": {"type": "str"},
+    "ca_file": {"type": "path"},
+    "insecure_skip_tls_verify": {"type": "bool", "default": False},
+    "request_timeout": {"type": "float", "default": 30.0},
+    "work_dir": {"type": "path"},
+}
+
+RELEASE_SPEC = {
+    "application": {"type": "str", "required": True},
+    "artifact_name": {"type": "str"},
+    "environment": {"type": "str", "required": True},
+    "tenant": {"type": "str", "default": "untenanted"},
+    "namespace": {"type": "str", "default": "default"},
+}
+
+
+def argument_spec(*specs):
+    out = {}
+    for spec in (CONNECTION_SPEC,) + specs:
+        out.update(spec)
+    return out
+
+
+def require_kubernetes(module):
+    if not HAS_KUBERNETES:
+        from ansible.module_utils.basic import missing_required_lib
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+
+
+def work_dir(params):
+    path = params.get("work_dir") or os.path.join(os.path.expanduser("~"), ".cache", "manent", "work")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def connection(params):
+    return ConnectionOptions(
+        server=params["api_server"], port=params["port"], token=params.get("token") or "",
+        client_cert=params.get("client_cert") or "", client_key=params.get("client_key") or "",
+        ca=params.get("ca") or "", ca_file=params.get("ca_file") or "",
+        insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"])
+
+
+def open_cluster(params):
+    """(Kube, Discovery) for the target; discovery cached in the run's work dir."""
+    kube = Kube(connection(params))
+    return kube, Discovery(kube, cache_dir=os.path.join(work_dir(params), "discovery"))
+
+
+def release_key(params):
+    return ReleaseKey(application=params["application"], artifact=params.get("artifact_name") or "",
+                      environment=params["environment"], tenant=params.get("tenant") or "")
+
+
+def release(params, version, deployment=""):
+    return Release(release_key(params), version=version, deployment=deployment or "")
+
+
+def fail(module, exc, **result):
+    """fail_json from an engine error, keeping its partial result."""
+    partial = getattr(exc, "partial", None)
+    if partial is not None and hasattr(partial, "to_dict"):
+        result.update(partial.to_dict())
+        result["changed"] = partial.changed
+    if isinstance(exc, ManentError):
+        module.fail_json(msg=str(exc), **result)
+    module.fail_json(msg="unexpected error: %s" % exc, exception=traceback.format_exc(), **result)

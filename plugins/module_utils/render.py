@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""The first half of a deploy (SPEC §1-4, §7 steps 1-2): artifact -> validated, ordered bundle for one cluster.
+
+Steps: verify the artifact's sha256; read manifests and substitute variables, or render the chart
+with the cluster's capabilities; validate every object (structure, apiVersion/kind served by the
+cluster, removed/deprecated API table, namespace scope, image digests, lifecycle annotations,
+duplicates); stamp the release labels and annotations; order with the shared ordering table; write
+the bundle file. Every problem found is reported at once (up to a limit), each naming its source
+(file, document, line), object and field. Nothing is written to any cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import (
+    CHART, detect, read_manifests, verify)
+from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
+from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse_files, validate_object
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
+from ansible_collections.manent.kubernetes.plugins.module_utils.variables import builtin_values, substitute
+
+MAX_REPORTED = 25
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+POD_SPEC_PATHS = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+@dataclass
+class RenderOptions:
+    """Deploy parameters that shape the objects (SPEC §6)."""
+
+    namespace: str = "default"
+    variables: dict = field(default_factory=dict)
+    helm_release: str = ""
+    helm_values_files: list = field(default_factory=list)
+    helm_values: str = ""
+    helm_value: dict = field(default_factory=dict)
+    helm_hooks: str = "skip"
+    helm_skip_crds: bool = False
+    require_image_digest: bool = False
+    slot: str = ""
+    artifact_sha256: str = ""
+    allow_unverified: bool = False
+    artifact_label: str = ""
+
+
+def validate_identity(key):
+    """Release key parts become label values: check them before anything else."""
+    for name in ("application", "artifact", "environment", "tenant"):
+        value = getattr(key, name)
+        if not value or len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise InputError("%r is not a valid label value" % (value,), subject=name,
+                             hint="use at most 63 letters, digits, '-', '_' or '.', starting and ending "
+                                  "with a letter or digit")
+
+
+def default_deployment_id(version, artifact_sha256, options):
+    """Deterministic deploy id: the same artifact, version and parameters give the same id, so a rerun
+    is a no-op (nothing changes on the cluster)."""
+    material = json.dumps({"version": version, "sha256": artifact_sha256, "namespace": options.namespace,
+                           "variables": options.variables, "values_files": options.helm_values_files,
+                           "values": options.helm_values, "value": options.helm_value,
+                           "release": options.helm_release, "slot": options.slot}, sort_keys=True, default=str)
+    return "d" + hashlib.sha256(material.encode()).hexdigest()[:12]
+
+
+class _Problems:
+    def __init__(self):
+        self.items = []
+
+    def add(self, message):
+        self.items.append(message)
+
+    def raise_if_any(self, what):
+        if not self.items:
+            return
+        shown = self.items[:MAX_REPORTED]
+        more = len(self.items) - len(shown)
+        text = "%d problem(s) in %s:\n- %s%s" % (len(self.items), what, "\n- ".join(shown),
+                                                 "\n- ... and %d more" % more if more > 0 else "")
+        raise RenderError(text, hint="nothing was written to any cluster; fix the manifests or parameters and "
+                                     "run again")
+
+
+def load_documents(path, release, options, cluster_version, api_versions, helm_options=None):
+    """(docs, hooks_skipped, warnings): docs are (object, source) tuples before validation."""
+    label = options.artifact_label or os.path.basename(path)
+    verify(path, options.artifact_sha256, allow_unverified=options.allow_unverified, name=label)
+    if detect(path) == CHART:
+        git_version = cluster_version[2] if cluster_version and len(cluster_version) > 2 else ""
+        if not git_version and cluster_version:
+            git_version = "v%d.%d.0" % tuple(cluster_version[:2])
+        rendered = render_chart(
+            path, options.helm_release or release.key.artifact, options.namespace, git_version, api_versions,
+            values_files=options.helm_values_files, values_yaml=options.helm_values,
+            set_values=options.helm_value, slot=options.slot, options=helm_options or HelmOptions(),
+            include_crds=not options.helm_skip_crds, hooks=options.helm_hooks)
+        return rendered.docs, rendered.hooks_skipped, rendered.warnings
+    values = builtin_values(release.key.application, release.key.environment, release.version, options.namespace,
+                            release.deployment, options.variables)
+    files = [(name, substitute(text, values)) for name, text in read_manifests(path, name=label)]
+    return [(d.obj, d.source) for d in parse_files(files)], [], []
+
+
+def render(path, release, options, discovery, cluster_version, helm_options=None, cluster_url=""):
+    """Render one artifact for one cluster. ``cluster_version`` is (major, minor[, gitVersion]).
+    Returns a :class:`Bundle` (not yet written)."""
+    validate_identity(release.key)
+    docs, hooks_skipped, warnings = load_documents(
+        path, release, options, cluster_version,
+        discovery.api_versions() if detect_is_chart(path) else [], helm_options)
+    problems = _Problems()
+    seen = {}
+    objects, sources = [], []
+    for obj, source in docs:
+        try:
+            validate_object(obj, source)
+        except ManentError as exc:
+            problems.add(str(exc))
+            continue
+        subject = "%s %s" % (source, ref(obj))
+        _check_api(obj, subject, discovery, cluster_version, problems, warnings)
+        res = discovery.find(obj["apiVersion"], obj["kind"])
+        if res is not None:
+            meta = obj["metadata"]
+            if res.namespaced and not meta.get("namespace"):
+                meta["namespace"] = options.namespace
+            elif not res.namespaced and meta.get("namespace"):
+                problems.add("%s: metadata.namespace is set on a cluster-scoped %s; remove it"
+                             % (subject, obj["kind"]))
+        if options.require_image_digest:
+            _check_digests(obj, subject, problems)
+        try:
+            warnings.extend("%s: %s" % (subject, w) for w in lifecycle.lint(obj))
+            lifecycle.deploy_on(obj)
+            lifecycle.delete_propagation(obj)
+            lifecycle.delete_policies(obj)
+        except ManentError as exc:
+            problems.add("%s: %s" % (subject, exc))
+        key = key_of(obj)
+        if key in seen:
+            problems.add("%s is defined twice: in %s and in %s; keep one" % (ref(obj), seen[key], source))
+            continue
+        seen[key] = source
+        stamp(obj, release)
+        objects.append(obj)
+        sources.append(source)
+    problems.raise_if_any(options.artifact_label or os.path.basename(path))
+    order = sorted(range(len(objects)), key=lambda i: sort_key(objects[i]))
+    return Bundle(release=release, namespace=options.namespace, objects=[objects[i] for i in order],
+                  sources=[sources[i] for i in order], cluster=cluster_url,
+                  artifact={"name": release.key.artifact, "version": release.version,
+                            "sha256": options.artifact_sha256,
+                            "type": "chart" if detect_is_chart(path) else "manifests"},
+                  hooks_skipped=list(hooks_skipped), warnings=warnings)
+
+
+def detect_is_chart(path):
+    return detect(path) == CHART
+
+
+def _check_api(obj, subject, discovery, cluster_version, problems, warnings):
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    served = discovery.find(api_version, kind) is not None
+    finding = apiversions.check(api_version, kind, tuple(cluster_version[:2]), served)
+    if finding is not None and finding.level == apiversions.LEVEL_ERROR:
+        problems.add("%s: %s" % (subject, finding.message))
+        return
+    if finding is not None:
+        warnings.append("%s: %s" % (subject, finding.message))
+    if not served:
+        group = api_version.split("/")[0] if "/" in api_version else ""
+        others = discovery.versions_of(group, kind)
+        hint = ("served versions of %s: %s" % (kind, ", ".join("%s/%s" % (group, v) if group else v for v in others))
+                if others else "install the CRD that defines it, or fix apiVersion/kind")
+        problems.add("%s: the cluster does not serve apiVersion %s kind %s (%s)" % (subject, api_version, kind, hint))
+
+
+def _pod_spec(obj):
+    path = POD_SPEC_PATHS.get(obj.get("kind"))
+    node = obj
+    for part in path or ():
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) and path else None
+
+
+def _check_digests(obj, subject, problems):
+    spec = _pod_spec(obj)
+    if spec is None:
+        return
+    where = ".".join(POD_SPEC_PATHS[obj["kind"]])
+    for field_name in ("initContainers", "containers", "ephemeralContainers"):
+        for i, c in enumerate(spec.get(field_name) or []):
+            image = (c or {}).get("image") or ""
+            if not _DIGEST.search(image):
+                problems.add("%s: %s.%s[%d].image %r is not pinned by digest; use image@sha256:<digest> "
+                             "(require_image_digest is on)" % (subject, where, field_name, i, image))
+
+
+def stamp(obj, release):
+    """Add the release labels and annotations (SPEC §7 step 2); pod templates get the labels only
+    (never the selector, never per-version annotations, which would restart pods at every release)."""
+    meta = obj.setdefault("metadata", {})
+    labels = meta.get("labels") or {}
+    labels.update(release.labels())
+    meta["labels"] = labels
+    annotations = meta.get("annotations") or {}
+    annotations.update(release.annotations())
+    meta["annotations"] = annotations
+    path = POD_SPEC_PATHS.get(obj.get("kind"))
+    if path and len(path) > 1:
+        node = obj
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            tmeta = node.get("metadata") or {}
+            tlabels = tmeta.get("labels") or {}
+            tlabels.update(release.labels())
+            tmeta["labels"] = tlabels
+            node["metadata"] = tmeta
+    return obj

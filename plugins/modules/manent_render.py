@@ -1,0 +1,288 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: manent_render
+short_description: Render and validate a release's objects for one cluster
+version_added: 0.1.0
+description:
+  - Turns an artifact into the exact, validated, ordered objects of one release for one cluster and writes them
+    to a bundle file that M(manent.kubernetes.manent_apply) reads.
+  - The artifact is a manifest file (YAML, multi-document YAML or JSON), a C(.tar.gz) of C(.yaml)/C(.yml)/C(.json)
+    files read in name order, or a packaged Helm chart (C(helm package) output), detected automatically.
+  - The artifact's sha256 is verified before anything is read.
+  - Manifests get the variables C(${MANENT_APPLICATION}), C(${MANENT_ENVIRONMENT}), C(${MANENT_VERSION}),
+    C(${MANENT_NAMESPACE}), C(${MANENT_DEPLOYMENT}) and C(${NAME}) for each O(variables) entry; any other C(${...})
+    is left untouched.
+  - Charts are rendered with C(helm template), isolated (empty environment, temporary home), with the cluster's
+    version and API versions as capabilities. Hooks are skipped by default and listed; test hooks never apply.
+  - Every object is checked against the cluster's discovery and the table of removed/deprecated API versions,
+    gets the release labels and annotations, and objects without a namespace get O(namespace).
+  - Nothing is written to the cluster.
+author:
+  - manent developers
+extends_documentation_fragment:
+  - manent.kubernetes.connection
+attributes:
+  check_mode:
+    support: full
+    description: Rendering writes nothing to the cluster; check mode renders as usual.
+  diff_mode:
+    support: none
+options:
+  artifact:
+    description:
+      - Local path of the artifact (the role fetches URLs once per run and passes the path).
+    type: path
+    required: true
+  artifact_sha256:
+    description:
+      - Expected sha256 of the artifact. Required unless O(allow_unverified=true).
+    type: str
+  allow_unverified:
+    description:
+      - Accept an artifact without O(artifact_sha256). For development only.
+    type: bool
+    default: false
+  application:
+    description: Application name (label C(manent.io/application)).
+    type: str
+    required: true
+  artifact_name:
+    description: Artifact name (label C(manent.io/artifact)). Defaults to O(application).
+    type: str
+  environment:
+    description: Environment name (label C(manent.io/environment)), for example C(prod).
+    type: str
+    required: true
+  tenant:
+    description: Tenant (label C(manent.io/tenant)); C(untenanted) when no tenant lists the application.
+    type: str
+    default: untenanted
+  version:
+    description: Release version (annotation C(manent.io/version)).
+    type: str
+    required: true
+  deployment:
+    description:
+      - Deploy id (annotation C(manent.io/deployment), variable C(${MANENT_DEPLOYMENT})).
+      - Default a stable hash of version, artifact sha256 and parameters, so that a rerun changes nothing.
+    type: str
+  namespace:
+    description: Namespace for objects that name none, and for the history.
+    type: str
+    default: default
+  variables:
+    description: Values of C(${NAME}) in manifests (the SPEC's C(var.NAME)). Plain manifests only.
+    type: dict
+    default: {}
+  helm_release:
+    description: C(.Release.Name) of a chart. Default O(artifact_name).
+    type: str
+  helm_values_files:
+    description: Values files inside the chart, lowest precedence first, for example C(values-prod.yaml).
+    type: list
+    elements: str
+    default: []
+  helm_values:
+    description: Values as YAML text (above O(helm_values_files)).
+    type: str
+  helm_value:
+    description: Single values by dotted path, parsed as YAML (highest precedence), for example C(image.tag=1.4.0).
+    type: dict
+    default: {}
+  helm_hooks:
+    description: C(skip) leaves Helm hooks out (listed in RV(hooks_skipped)); C(apply) applies them as ordinary objects.
+    type: str
+    choices: [skip, apply]
+    default: skip
+  helm_skip_crds:
+    description: Leave out the chart's C(crds/) directory.
+    type: bool
+    default: false
+  helm_command:
+    description: helm binary (name on PATH or path). Used only for charts.
+    type: str
+    default: helm
+  helm_sha256:
+    description: Expected sha256 of the helm binary, verified before every rendering.
+    type: str
+  helm_timeout:
+    description: Longest a rendering may take, for example C(2m).
+    type: str
+    default: 2m
+  require_image_digest:
+    description: Reject workloads whose images are not pinned C(image@sha256:...).
+    type: bool
+    default: false
+  slot:
+    description: Traffic slot (C(a) or C(b)) given to charts as C(.Values.manent.slot). Empty when not a traffic rollout.
+    type: str
+    default: ""
+  bundle:
+    description: Where to write the bundle. Default a file in O(work_dir) named after the cluster and the release key.
+    type: path
+notes:
+  - The bundle file may contain Secret data; it is written with mode 0600 in the controller's work directory.
+"""
+
+EXAMPLES = r"""
+- name: Render the shop manifests for one cluster
+  manent.kubernetes.manent_render:
+    api_server: "{{ manent_api_server }}"
+    token: "{{ manent_token }}"
+    ca_file: /etc/manent/ca.crt
+    artifact: /var/cache/manent/shop-1.4.0.yaml
+    artifact_sha256: "{{ shop_sha256 }}"
+    application: shop
+    environment: prod
+    version: 1.4.0
+    namespace: shop-prod
+    variables:
+      REPLICAS: "3"
+  register: rendered
+
+- name: Render a packaged chart with production values
+  manent.kubernetes.manent_render:
+    api_server: https://10.0.0.10:6443
+    token: file:/var/run/secrets/kubernetes.io/serviceaccount/token
+    artifact: /var/cache/manent/shop-api-1.4.0.tgz
+    artifact_sha256: "{{ chart_sha256 }}"
+    application: shop
+    artifact_name: shop-api
+    environment: prod
+    version: 1.4.0
+    namespace: shop-prod
+    helm_values_files: [values-prod.yaml]
+    helm_value:
+      image.tag: "1.4.0"
+"""
+
+RETURN = r"""
+bundle:
+  description: Path of the bundle file to give to M(manent.kubernetes.manent_apply).
+  returned: success
+  type: str
+deployment:
+  description: The deploy id used.
+  returned: success
+  type: str
+objects:
+  description: Number of objects in the bundle.
+  returned: success
+  type: int
+kinds:
+  description: Count of objects per kind.
+  returned: success
+  type: dict
+  sample: {"ConfigMap": 1, "Deployment": 1, "Service": 1}
+hooks_skipped:
+  description: Helm hooks left out (C(Kind/name (hook: event))).
+  returned: success
+  type: list
+  elements: str
+warnings_list:
+  description: Deprecated API versions, lifecycle-annotation mistakes and helm's own warnings.
+  returned: success
+  type: list
+  elements: str
+cluster_version:
+  description: The cluster's version (C(gitVersion)).
+  returned: success
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import write
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import key_hash
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+    RenderOptions, default_deployment_id, render)
+from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import sha256_file
+
+RENDER_SPEC = {
+    "artifact": {"type": "path", "required": True},
+    "artifact_sha256": {"type": "str"},
+    "allow_unverified": {"type": "bool", "default": False},
+    "version": {"type": "str", "required": True},
+    "deployment": {"type": "str"},
+    "variables": {"type": "dict", "default": {}},
+    "helm_release": {"type": "str"},
+    "helm_values_files": {"type": "list", "elements": "str", "default": []},
+    "helm_values": {"type": "str"},
+    "helm_value": {"type": "dict", "default": {}},
+    "helm_hooks": {"type": "str", "choices": ["skip", "apply"], "default": "skip"},
+    "helm_skip_crds": {"type": "bool", "default": False},
+    "helm_command": {"type": "str", "default": "helm"},
+    "helm_sha256": {"type": "str"},
+    "helm_timeout": {"type": "str", "default": "2m"},
+    "require_image_digest": {"type": "bool", "default": False},
+    "slot": {"type": "str", "default": ""},
+    "bundle": {"type": "path"},
+}
+
+
+def render_options(params):
+    return RenderOptions(
+        namespace=params["namespace"], variables=params["variables"] or {},
+        helm_release=params.get("helm_release") or "", helm_values_files=params["helm_values_files"] or [],
+        helm_values=params.get("helm_values") or "", helm_value=params["helm_value"] or {},
+        helm_hooks=params["helm_hooks"], helm_skip_crds=params["helm_skip_crds"],
+        require_image_digest=params["require_image_digest"], slot=params["slot"] or "",
+        artifact_sha256=params.get("artifact_sha256") or "", allow_unverified=params["allow_unverified"],
+        artifact_label=os.path.basename(params["artifact"]))
+
+
+def run(module):
+    p = module.params
+    options = render_options(p)
+    sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
+    deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
+    release = mc.release(p, p["version"], deployment)
+    helm = HelmOptions(command=p["helm_command"], sha256=p.get("helm_sha256") or "",
+                       timeout=parse_duration(p["helm_timeout"], name="helm_timeout"))
+    kube, discovery = mc.open_cluster(p)
+    try:
+        major, minor, git_version = kube.version()
+        bundle = render(p["artifact"], release, options, discovery, (major, minor, git_version), helm_options=helm,
+                        cluster_url=kube.url)
+    finally:
+        kube.close()
+    if not bundle.artifact.get("sha256"):
+        bundle.artifact["sha256"] = sha
+    path = p.get("bundle") or os.path.join(
+        mc.work_dir(p), "bundles", "%s-%s-%s.json" % (
+            _safe(kube.url), key_hash(release.key), _safe(release.version)))
+    write(bundle, path)
+    summary = bundle.summary()
+    for w in bundle.warnings:
+        module.warn(w)
+    return dict(changed=False, bundle=path, deployment=deployment, objects=summary["objects"],
+                kinds=summary["kinds"], hooks_skipped=bundle.hooks_skipped, warnings_list=bundle.warnings,
+                cluster_version=git_version)
+
+
+def _safe(text):
+    return "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in text.replace("https://", ""))[:80]
+
+
+def main():
+    module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, RENDER_SPEC), supports_check_mode=True)
+    mc.require_kubernetes(module)
+    try:
+        module.exit_json(**run(module))
+    except ManentError as exc:
+        mc.fail(module, exc)
+
+
+if __name__ == "__main__":
+    main()
