@@ -26,6 +26,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApplyError, ManentError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
     TIER_CRDS, TIER_NAMESPACES, sort_for_delete, tiers)
@@ -125,6 +126,9 @@ class Deployer:
         result = DeployResult(status="pending", namespace=bundle.namespace, release=version,
                               previous=(current or {}).get("version", ""), phase=phase,
                               warnings=list(bundle.warnings))
+        if previous_objects is None:
+            previous_objects = store.previous_objects() if current else []
+        carry_release_annotations(objects if objects is not None else bundle.objects, previous_objects)
         selected, skipped = [], []
         for obj in (objects if objects is not None else bundle.objects):
             (selected if lifecycle.applies_in(obj, phase) else skipped).append(obj)
@@ -136,7 +140,7 @@ class Deployer:
         if not self.dry_run and not noop:
             store.prepare_record(bundle.release, bundle.objects, meta)  # size check before the first write
         if self.dry_run:
-            return self._dry_run(bundle, selected, result, timings, t0)
+            return self._dry_run(bundle, selected, result, timings, t0, previous_objects)
 
         groups = tiers(selected)
         ns_objects = [o for t, objs in groups if t == TIER_NAMESPACES for o in objs]
@@ -164,8 +168,7 @@ class Deployer:
             timings["wait"] = time.monotonic() - t
             t = time.monotonic()
             if self.options.prune:
-                old = previous_objects if previous_objects is not None else store.previous_objects()
-                result.pruned = self.prune(old, bundle.objects, result)
+                result.pruned = self.prune(previous_objects, bundle.objects, result)
             timings["prune"] = time.monotonic() - t
             if not noop:
                 store.promote(bundle.release, result.previous)
@@ -196,7 +199,7 @@ class Deployer:
         result.warnings.extend(w for c in result.changes for w in ("%s: %s" % (c.subject, x) for x in c.warnings))
         return result
 
-    def _dry_run(self, bundle, selected, result, timings, t0):
+    def _dry_run(self, bundle, selected, result, timings, t0, previous_objects):
         t = time.monotonic()
         new_namespaces = set()
         for obj in selected:
@@ -215,8 +218,7 @@ class Deployer:
                                          % namespace_of(obj)))
         result.objects_skipped = len(skipped)
         if self.options.prune:
-            store = self.store(bundle.namespace, bundle.release.key)
-            result.pruned = self.prune(store.previous_objects(), bundle.objects, result)
+            result.pruned = self.prune(previous_objects, bundle.objects, result)
         timings["apply"] = time.monotonic() - t
         timings["total"] = time.monotonic() - t0
         result.timings = timings
@@ -308,6 +310,36 @@ class Deployer:
         if not self.dry_run:
             store.mark(current["version"], "rolled-back")
         return result
+
+
+def carry_release_annotations(objects, previous_objects):
+    """Objects whose content did not change since the previous release keep that release's
+    ``manent.io/version`` and ``manent.io/deployment`` annotations: the annotations name the release that
+    last changed the object, and an unchanged object is not rewritten (its resourceVersion stays)."""
+    if not previous_objects:
+        return
+    before = {key_of(o): o for o in previous_objects}
+    for obj in objects:
+        old = before.get(key_of(obj))
+        if old is None:
+            continue
+        old_ann = (old.get("metadata") or {}).get("annotations") or {}
+        if _without_release_annotations(old) == _without_release_annotations(obj):
+            ann = obj["metadata"].setdefault("annotations", {})
+            for k in (ANNOTATION_VERSION, ANNOTATION_DEPLOYMENT):
+                if k in old_ann:
+                    ann[k] = old_ann[k]
+
+
+def _without_release_annotations(obj):
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    ann = dict(meta.get("annotations") or {})
+    ann.pop(ANNOTATION_VERSION, None)
+    ann.pop(ANNOTATION_DEPLOYMENT, None)
+    meta["annotations"] = ann
+    out["metadata"] = meta
+    return out
 
 
 def wait_error_summary(exc):

@@ -103,11 +103,10 @@ class HistoryStore:
                 hint = err.hint or "check the object named here, then run the deploy again"
             raise HistoryError("cannot %s: %s" % (action, err.message), subject=subject, hint=hint) from err
 
-    def _get(self, name, action="read the release history", resource="configmaps"):
-        """The object, or None when it does not exist."""
+    def _get(self, name, action="read the release history"):
+        """The ConfigMap, or None when it does not exist."""
         try:
-            return self._call("GET", self._path(name, resource), self._subject(name), action,
-                              passthrough=(NotFoundError,))
+            return self._call("GET", self._path(name), self._subject(name), action, passthrough=(NotFoundError,))
         except NotFoundError:
             return None
 
@@ -116,13 +115,19 @@ class HistoryStore:
         return self._call("PUT", self._path(name), self._subject(name), action, passthrough=(ConflictError,),
                           body=cm)
 
-    def _update(self, name, change, action):
-        """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409."""
+    def _update(self, name, change, action, missing_hint=None, missing_ok=False):
+        """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
+
+        Returns the written (or unchanged) ConfigMap; None when it does not exist and ``missing_ok``.
+        """
         for _attempt in range(CONFLICT_RETRIES):
             cm = self._get(name, action)
             if cm is None:
+                if missing_ok:
+                    return None
                 raise HistoryError("cannot %s: the ConfigMap does not exist" % action, subject=self._subject(name),
-                                   hint="it was deleted while the deploy ran; check who else manages this history")
+                                   hint=missing_hint or "it was deleted while the deploy ran; check who else "
+                                   "manages this history")
             changed = change(cm)
             if changed is None:
                 return cm
@@ -212,6 +217,7 @@ class HistoryStore:
             raise InputError("the deploy lock needs a holder (the deploy id)", subject=self._subject(self.locator_name))
         action = "lock the release history"
         cm = self._get(self.locator_name, action)
+        raced = False
         if cm is None:
             now = self._now()
             body = codec.encode_locator(self.key, self.namespace, codec.with_lock({}, self.holder, now, ttl), now=now)
@@ -219,28 +225,27 @@ class HistoryStore:
                 return self._decoded(self._call("POST", self._path(), self._subject(self.locator_name), action,
                                                 passthrough=(ConflictError,), body=body))
             except ConflictError:
-                pass  # created at the same moment by another deploy: lock it the usual way
+                raced = True  # created at the same moment by another deploy: lock it the usual way
             cm = self._get(self.locator_name, action)
             if cm is None:
                 raise HistoryError("cannot %s: the locator was created and deleted again meanwhile" % action,
                                    subject=self._subject(self.locator_name),
                                    hint="another process manages this history; stop it and deploy again")
-        raced = False
-        while True:
-            body = self._with_data(cm, self._lock_data(cm, ttl, break_lock, raced))
+        for attempt in range(CONFLICT_RETRIES):
+            # After a 409 the lock of any other holder is final, even with break_lock: it was just written.
+            body = self._with_data(cm, self._lock_data(cm, ttl, break_lock, raced=raced or attempt > 0))
             try:
                 return self._decoded(self._put(body, action))
-            except ConflictError as err:
-                if raced:
-                    raise HistoryError("cannot %s: the locator changed twice while locking it" % action,
-                                       subject=self._subject(self.locator_name),
-                                       hint="another deploy is working on this release; deploy again later") from err
-            raced = True
+            except ConflictError:
+                pass
             cm = self._get(self.locator_name, action)
             if cm is None:
                 raise HistoryError("cannot %s: the locator was deleted while locking it" % action,
                                    subject=self._subject(self.locator_name),
                                    hint="another process manages this history; stop it and deploy again")
+        raise HistoryError("cannot %s: the locator kept changing (%d conflicting writes)" % (action, CONFLICT_RETRIES),
+                           subject=self._subject(self.locator_name),
+                           hint="another process is writing this release history; stop it and deploy again")
 
     def release_lock(self):
         """Clear the lock if this holder has it; True when cleared, False when it was not ours."""
@@ -253,9 +258,7 @@ class HistoryStore:
             released.append(True)
             return self._with_data(cm, codec.without_lock(data))
 
-        if self._get(self.locator_name, "unlock the release history") is None:
-            return False
-        self._update(self.locator_name, unlock, "unlock the release history")
+        self._update(self.locator_name, unlock, "unlock the release history", missing_ok=True)
         return bool(released)
 
     def _check_lock(self, data, action):
@@ -305,7 +308,8 @@ class HistoryStore:
         """Set the status (and record fields such as slot or replaced) of the record of ``version``."""
         name = codec.record_name(self.key, version)
         updated = self._update(name, lambda cm: codec.set_status(cm, status, **fields),
-                               "set the status of version %s to %s" % (version, status))
+                               "set the status of version %s to %s" % (version, status),
+                               missing_hint="no record of version %s: save it before marking it" % version)
         return codec.record_meta(updated)
 
     def promote(self, release, replaced_version=None):

@@ -1,0 +1,66 @@
+# manent.kubernetes — developer entry points (see README.md).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+ROOT := $(abspath .)
+CACHE ?= $(or $(MANENT_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/manent)
+PYTHON ?= python3.11
+REQ_HASH := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
+VENV ?= $(CACHE)/venv-$(REQ_HASH)
+VPY := $(VENV)/bin/python
+COLLECTIONS := $(ROOT)/.build/collections
+export MANENT_CACHE := $(CACHE)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export PATH := $(VENV)/bin:$(PATH)
+
+.PHONY: help venv tools collection-link clusters clusters-down clusters-status test unit integration lint sanity build demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+$(VPY): requirements.txt requirements-dev.txt
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@touch $(VPY)
+
+venv: $(VPY) ## create the pinned Python environment (cached outside the clone, keyed by requirements)
+
+tools: ## build or reuse etcd, kube-*, kwok, helm and the CRDs (cached, keyed by version)
+	bash hack/build-tools.sh all
+
+collection-link:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/manent
+	@ln -sfn $(ROOT) $(COLLECTIONS)/ansible_collections/manent/kubernetes
+
+clusters: venv tools ## start the local clusters (3: eu-1a, eu-1b, us-1a) and write .clusters/inventory.yml
+	$(VPY) hack/clusters.py up
+
+clusters-down: ## stop the local clusters
+	$(VPY) hack/clusters.py down
+
+clusters-status: ## show the local clusters
+	$(VPY) hack/clusters.py status
+
+unit: venv collection-link ## unit tests only
+	$(VPY) -m pytest tests/unit -q
+
+integration: venv tools collection-link ## integration tests (start the clusters if needed)
+	$(VPY) -m pytest tests/integration -q
+
+test: venv tools collection-link ## every test: unit, integration against real local clusters, lint, build
+	$(VPY) -m pytest tests -q -p no:cacheprovider
+	$(MAKE) --no-print-directory lint build
+
+lint: venv collection-link ## ansible-lint (production profile)
+	cd $(ROOT) && $(VENV)/bin/ansible-lint --profile production --offline -q roles playbooks examples
+
+build: venv ## build the collection tarball and install it into .build/installed
+	rm -f $(ROOT)/.build/manent-kubernetes-*.tar.gz
+	$(VENV)/bin/ansible-galaxy collection build --force --output-path $(ROOT)/.build $(ROOT)
+	$(VENV)/bin/ansible-galaxy collection install --force -p $(ROOT)/.build/installed $(ROOT)/.build/manent-kubernetes-*.tar.gz
+
+demo: venv tools collection-link ## start the local clusters and deploy the sample application wave by wave
+	$(VPY) hack/clusters.py up
+	cd $(ROOT) && $(VENV)/bin/ansible-playbook -i .clusters/inventory.yml playbooks/demo.yml
+
+clean: clusters-down ## stop clusters, remove build output
+	rm -rf .build

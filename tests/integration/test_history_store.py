@@ -1,0 +1,436 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""The release history store against real API servers: lock, records, promotion, retention, API-version
+rewrite and Helm secret removal (SPEC §8, docs/history.md). Nothing here is mocked."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import os
+import threading
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+    HistoryError, InputError, LockedError)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import (
+    ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, HISTORY_BACKUP, HistoryStore, backup_name)
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+
+pytestmark = pytest.mark.integration
+
+UTC = datetime.timezone.utc
+T0 = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+SHOP = ReleaseKey(application="shop", artifact="shop-api", environment="prod")
+SHOP_WORKER = ReleaseKey(application="shop", artifact="shop-worker", environment="prod")
+BILLING = ReleaseKey(application="billing", artifact="billing", environment="prod", tenant="acme")
+
+
+def at(moment):
+    return lambda: moment
+
+
+def store(cluster, namespace, key=SHOP, holder="deploy-1", now=None, kube=None):
+    return HistoryStore(kube or cluster.kube, namespace, key, holder=holder, now=now)
+
+
+def configmap(name, namespace, **data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": data}
+
+
+def deployment(name, namespace, api_version="apps/v1"):
+    return {"apiVersion": api_version, "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
+
+
+def cm_names(cluster, namespace):
+    return sorted(cm["metadata"]["name"] for cm in cluster.list("v1", "ConfigMap", namespace))
+
+
+def get_cm(cluster, namespace, name):
+    return cluster.get("v1", "ConfigMap", namespace, name)
+
+
+# --------------------------------------------------------------------------- lock
+
+
+def test_first_acquire_creates_the_locked_locator(cluster, namespace):
+    history = store(cluster, namespace, now=at(T0))
+    assert history.locator() is None
+    assert history.in_service() is None
+
+    got = history.acquire()
+
+    cm = get_cm(cluster, namespace, "manent-untenanted-shop-shop-api-prod-29195a97")
+    assert cm["metadata"]["labels"] == hc.history_labels(SHOP, hc.HISTORY_LOCATOR)
+    assert cm["data"] == {"version": "", "deployment": "", "record": "", "slot": "", "replaced": "",
+                          "replacedRecord": "", "updated": "2024-05-01T12:00:00Z", "lockHolder": "deploy-1",
+                          "lockSince": "2024-05-01T12:00:00Z", "lockExpires": "2024-05-01T12:15:00Z"}
+    assert got == dict(cm["data"], name=cm["metadata"]["name"], resourceVersion=cm["metadata"]["resourceVersion"])
+    assert history.locator() == got
+    assert history.in_service() is None
+    assert history.records() == []
+    assert history.previous_objects() == []
+    assert history.notes == []
+
+
+def test_second_holder_is_refused_and_the_holder_renews(cluster, namespace):
+    store(cluster, namespace, holder="deploy-1", now=at(T0)).acquire()
+    before = store(cluster, namespace).locator()
+
+    with pytest.raises(LockedError) as err:
+        store(cluster, namespace, holder="deploy-2", now=at(T0 + datetime.timedelta(seconds=60))).acquire()
+    message = str(err.value)
+    assert "'deploy-1' holds the release lock since 2024-05-01T12:00:00Z until 2024-05-01T12:15:00Z" in message
+    assert "ConfigMap/%s/manent-untenanted-shop-shop-api-prod-29195a97" % namespace in message
+    assert "break_lock: true" in message
+    assert store(cluster, namespace).locator() == before  # the refused deploy wrote nothing
+
+    renewed = store(cluster, namespace, holder="deploy-1", now=at(T0 + datetime.timedelta(seconds=600))).acquire()
+    assert (renewed["lockHolder"], renewed["lockSince"], renewed["lockExpires"]) == \
+        ("deploy-1", "2024-05-01T12:00:00Z", "2024-05-01T12:25:00Z")
+
+
+def test_expired_lock_is_taken_over(cluster, namespace):
+    store(cluster, namespace, holder="crashed", now=at(T0)).acquire()
+    with pytest.raises(LockedError):
+        store(cluster, namespace, holder="deploy-2", now=at(T0 + datetime.timedelta(seconds=899))).acquire()
+
+    late = store(cluster, namespace, holder="deploy-2", now=at(T0 + datetime.timedelta(seconds=900)))
+    got = late.acquire()
+    assert (got["lockHolder"], got["lockSince"], got["lockExpires"]) == \
+        ("deploy-2", "2024-05-01T12:15:00Z", "2024-05-01T12:30:00Z")
+    assert len(late.notes) == 1
+    assert "took over the expired release lock of deploy 'crashed'" in late.notes[0]
+
+
+def test_break_lock_takes_a_held_lock(cluster, namespace):
+    store(cluster, namespace, holder="stuck", now=at(T0)).acquire()
+    breaker = store(cluster, namespace, holder="operator", now=at(T0 + datetime.timedelta(seconds=5)))
+    got = breaker.acquire(break_lock=True)
+    assert (got["lockHolder"], got["lockSince"]) == ("operator", "2024-05-01T12:00:05Z")
+    assert "broke the release lock held by deploy 'stuck'" in breaker.notes[0]
+    with pytest.raises(LockedError, match="'operator' holds the release lock"):
+        store(cluster, namespace, holder="stuck", now=at(T0 + datetime.timedelta(seconds=6))).acquire()
+
+
+def test_unreadable_lock_needs_break_lock(cluster, namespace):
+    cluster.apply(dict(hc.encode_locator(SHOP, namespace, {"lockHolder": "ghost", "lockSince": "yesterday"}, T0),
+                       metadata={"name": hc.locator_name(SHOP), "namespace": namespace}))
+    with pytest.raises(HistoryError, match="no readable lockSince/lockExpires"):
+        store(cluster, namespace, holder="d2").acquire()
+    assert store(cluster, namespace, holder="d2").acquire(break_lock=True)["lockHolder"] == "d2"
+
+
+def test_release_lock_only_clears_our_own_lock(cluster, namespace):
+    assert store(cluster, namespace).release_lock() is False  # no locator at all: nothing to do
+    store(cluster, namespace, holder="deploy-1", now=at(T0)).acquire()
+    assert store(cluster, namespace, holder="someone-else").release_lock() is False
+    assert store(cluster, namespace).locator()["lockHolder"] == "deploy-1"
+
+    assert store(cluster, namespace, holder="deploy-1").release_lock() is True
+    data = store(cluster, namespace).locator()
+    assert (data["lockHolder"], data["lockSince"], data["lockExpires"]) == ("", "", "")
+    assert store(cluster, namespace, holder="deploy-2").acquire()["lockHolder"] == "deploy-2"
+
+
+def test_acquire_without_holder_is_an_input_error(cluster, namespace):
+    with pytest.raises(InputError, match="needs a holder"):
+        store(cluster, namespace, holder="").acquire()
+    assert store(cluster, namespace).locator() is None
+
+
+@pytest.mark.parametrize("locator_exists", [False, True], ids=["fresh-key", "existing-locator"])
+@pytest.mark.parametrize("round_", range(5))
+def test_two_concurrent_acquirers_exactly_one_wins(cluster, namespace, locator_exists, round_):
+    key = ReleaseKey(application="race", artifact="race-%d" % round_, environment="prod")
+    if locator_exists:
+        first = store(cluster, namespace, key=key, holder="setup")
+        first.acquire()
+        first.release_lock()
+    kubes = [Kube(cluster.connection()) for _ in range(2)]
+    barrier = threading.Barrier(2)
+    outcome = {}
+
+    def run(holder, kube):
+        history = store(cluster, namespace, key=key, holder=holder, kube=kube)
+        barrier.wait()
+        try:
+            outcome[holder] = history.acquire()["lockHolder"]
+        except LockedError as err:
+            outcome[holder] = err
+
+    threads = [threading.Thread(target=run, args=("racer-%d" % i, kubes[i])) for i in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for kube in kubes:
+            kube.close()
+    winners = [holder for holder, result in outcome.items() if result == holder]
+    losers = [result for result in outcome.values() if isinstance(result, LockedError)]
+    assert len(winners) == 1 and len(losers) == 1, outcome
+    assert "%r holds the release lock" % winners[0] in str(losers[0])
+    assert store(cluster, namespace, key=key).locator()["lockHolder"] == winners[0]
+
+
+def test_forbidden_keeps_the_server_message(cluster, namespace):
+    path = os.path.join(cluster.dir, "deployer.token")
+    if not os.path.exists(path):
+        pytest.fail("this test needs the deployer token written by hack/clusters.py")
+    with open(path) as f:
+        token = f.read().strip()
+    with Kube(cluster.connection(token=token)) as limited:
+        with pytest.raises(HistoryError) as err:
+            store(cluster, namespace, kube=limited).acquire()
+    message = str(err.value)
+    assert 'User "manent-deployer" cannot get resource "configmaps"' in message
+    assert "ConfigMap/%s/%s" % (namespace, hc.locator_name(SHOP)) in message
+    assert "in namespace %s" % namespace in message
+
+
+# --------------------------------------------------------------------------- records
+
+
+def test_save_mark_promote_round_trip(cluster, namespace):
+    history = store(cluster, namespace, now=at(T0))
+    history.acquire()
+    v1 = Release(SHOP, "1.0.0", "deploy-1")
+    v1_objects = [configmap("shop", namespace, greeting="ciao"), deployment("shop", namespace)]
+    name1 = history.save_record(v1, v1_objects, {"artifactSha256": "ab" * 32})
+    assert name1 == "manent-untenanted-shop-shop-api-prod-29195a97-1-0-0-" + hc.version_part("1.0.0")[-6:]
+    record = get_cm(cluster, namespace, name1)
+    assert record["metadata"]["labels"] == hc.history_labels(SHOP, hc.HISTORY_RECORD, "1.0.0")
+    assert record["data"]["status"] == "pending" and record["data"]["created"] == "2024-05-01T12:00:00Z"
+    assert history.in_service() is None
+
+    history.promote(v1, None)
+    assert history.in_service() == {"version": "1.0.0", "deployment": "deploy-1", "slot": "", "record": name1}
+    meta, objects = history.load("1.0.0")
+    assert meta["status"] == "deployed" and meta["replaced"] == "" and meta["artifactSha256"] == "ab" * 32
+    assert objects == v1_objects
+
+    v2 = Release(SHOP, "2.0.0", "deploy-2")
+    v2_objects = [configmap("shop", namespace, greeting="hello")]
+    later = store(cluster, namespace, holder="deploy-1", now=at(T0 + datetime.timedelta(minutes=5)))
+    name2 = later.save_record(v2, v2_objects)
+    assert later.mark("2.0.0", "pending", slot="b")["slot"] == "b"
+    located = later.promote(v2, "1.0.0")
+    assert {k: located[k] for k in ("version", "deployment", "record", "slot", "replaced", "replacedRecord")} == \
+        {"version": "2.0.0", "deployment": "deploy-2", "record": name2, "slot": "b", "replaced": "1.0.0",
+         "replacedRecord": name1}
+    assert located["lockHolder"] == "deploy-1"  # promotion keeps the lock
+    assert later.in_service() == {"version": "2.0.0", "deployment": "deploy-2", "slot": "b", "record": name2}
+    assert later.previous_objects() == v2_objects
+    assert [(r["version"], r["status"], r["replaced"]) for r in later.records()] == \
+        [("2.0.0", "deployed", "1.0.0"), ("1.0.0", "superseded", "")]
+
+    assert later.mark("2.0.0", "failed")["status"] == "failed"
+    with pytest.raises(HistoryError, match="no record of version 9.9.9"):
+        later.mark("9.9.9", "failed")
+    with pytest.raises(HistoryError, match="no record of version 9.9.9"):
+        later.load("9.9.9")
+    with pytest.raises(InputError, match="unknown release status"):
+        later.mark("2.0.0", "exploded")
+
+
+def test_redeploying_a_version_replaces_its_record(cluster, namespace):
+    history = store(cluster, namespace, now=at(T0))
+    history.acquire()
+    release = Release(SHOP, "1.0.0", "deploy-1")
+    history.save_record(release, [configmap("a", namespace)])
+    history.promote(release)
+    again = Release(SHOP, "1.0.0", "deploy-2")
+    history.save_record(again, [configmap("b", namespace)])
+    meta, objects = history.load("1.0.0")
+    assert (meta["deployment"], meta["status"], objects) == ("deploy-2", "pending", [configmap("b", namespace)])
+    assert "is redeployed" in history.notes[-1]
+    assert len(history.records()) == 1
+
+
+def test_promote_is_refused_when_another_deploy_took_the_lock(cluster, namespace):
+    mine = store(cluster, namespace, holder="slow", now=at(T0))
+    mine.acquire()
+    release = Release(SHOP, "1.0.0", "slow")
+    mine.save_record(release, [configmap("a", namespace)])
+    store(cluster, namespace, holder="fast", now=at(T0 + datetime.timedelta(hours=1))).acquire()
+    with pytest.raises(LockedError, match="cannot promote version 1.0.0: deploy 'fast' holds"):
+        mine.promote(release)
+    assert mine.in_service() is None
+    assert mine.load("1.0.0")[0]["status"] == "pending"
+
+
+def test_records_are_listed_newest_first_without_other_histories(cluster, namespace):
+    history = store(cluster, namespace)
+    for minutes, version in ((0, "1.0.0"), (10, "3.0.0"), (5, "2.0.0"), (10, "2.5.0")):
+        history.save_record(Release(SHOP, version, "d-" + version), [configmap("x", namespace)],
+                            {"created": T0 + datetime.timedelta(minutes=minutes)})
+    store(cluster, namespace, key=SHOP_WORKER).save_record(Release(SHOP_WORKER, "9.0.0"),
+                                                           [configmap("y", namespace)])
+    records = history.records()
+    # created desc; the tie at minute 10 is broken by name (desc)
+    assert [r["version"] for r in records] == ["3.0.0", "2.5.0", "2.0.0", "1.0.0"]
+    assert set(records[0]) == set(hc.RECORD_FIELDS) | {"name", "namespace"}
+    assert records[0]["objectCount"] == "1" and records[0]["namespace"] == namespace
+
+
+def test_cleanup_keeps_the_newest_and_the_protected_records_of_this_key_only(cluster, namespace):
+    history = store(cluster, namespace, holder="d")
+    history.acquire()
+    versions = ["1.0.%d" % i for i in range(7)]
+    for i, version in enumerate(versions):
+        history.save_record(Release(SHOP, version, "d"), [configmap("x", namespace)],
+                            {"created": T0 + datetime.timedelta(minutes=i)})
+    # In service: an old release (1.0.1) that replaced the oldest (1.0.0), e.g. after a rollback.
+    history.promote(Release(SHOP, "1.0.1", "d"), "1.0.0")
+    others = []
+    for key in (SHOP_WORKER, BILLING):
+        other = store(cluster, namespace, key=key, holder="o")
+        other.acquire()
+        for i in range(4):
+            others.append(other.save_record(Release(key, "0.%d" % i), [configmap("y", namespace)],
+                                            {"created": T0 - datetime.timedelta(days=30 - i)}))
+        other.promote(Release(key, "0.3"), "0.2")
+    unrelated = configmap("manent-untenanted-shop-shop-api-prod-29195a97-handmade", namespace)
+    cluster.apply(unrelated)
+    before = cm_names(cluster, namespace)
+
+    deleted = history.cleanup(3)
+
+    assert deleted == [hc.record_name(SHOP, "1.0.2"), hc.record_name(SHOP, "1.0.3")]  # oldest first
+    assert [r["version"] for r in history.records()] == ["1.0.6", "1.0.5", "1.0.4", "1.0.1", "1.0.0"]
+    assert cm_names(cluster, namespace) == sorted(set(before) - set(deleted))
+    assert set(others) <= set(cm_names(cluster, namespace))
+    assert history.cleanup(3) == []
+    with pytest.raises(InputError, match="at least 2"):
+        history.cleanup(1)
+
+
+def test_oversize_record_is_refused_before_anything_is_written(cluster, namespace):
+    history = store(cluster, namespace)
+    history.acquire()
+    before = cm_names(cluster, namespace)
+    noise = base64.b64encode(os.urandom(1024 * 1024)).decode()
+    release = Release(SHOP, "1.0.0", "d")
+    objects = [configmap("dashboards", namespace, blob=noise)]
+    with pytest.raises(HistoryError) as err:
+        history.prepare_record(release, objects)
+    assert "above the history limit of 921600 bytes (900 KiB)" in str(err.value)
+    assert "release untenanted/shop/shop-api/prod version 1.0.0" in str(err.value)
+    with pytest.raises(HistoryError, match="above the history limit"):
+        history.save_record(release, objects)
+    assert cm_names(cluster, namespace) == before
+    with pytest.raises(InputError, match="does not belong to this history"):
+        history.save_record(Release(BILLING, "1.0.0"), [])
+
+
+# --------------------------------------------------------------------------- stored API versions
+
+
+def test_rewrite_api_versions_maps_renames_backs_up_and_is_idempotent(cluster, namespace):
+    served = cluster.discovery.served
+    assert not served("apps/v1beta2", "Deployment") and not served("apps/v1beta1", "Deployment")
+    history = store(cluster, namespace)
+    renamed = Release(SHOP, "1.0.0", "d1")
+    stuck = Release(SHOP, "2.0.0", "d2")
+    old_cm = configmap("settings", namespace, a="1")
+    renamed_name = history.save_record(renamed, [old_cm, deployment("web", namespace, "apps/v1beta2")])
+    stuck_name = history.save_record(stuck, [deployment("web", namespace, "apps/v1beta1")])
+    originals = {name: get_cm(cluster, namespace, name) for name in (renamed_name, stuck_name)}
+
+    preview = history.rewrite_api_versions(served, dry_run=True)
+    assert [(e["record"], e["action"]) for e in preview] == [(renamed_name, ACTION_WOULD_REWRITE),
+                                                             (stuck_name, ACTION_ERROR)]
+    assert backup_name(renamed_name) not in cm_names(cluster, namespace)
+    assert get_cm(cluster, namespace, renamed_name)["metadata"]["resourceVersion"] == \
+        originals[renamed_name]["metadata"]["resourceVersion"]
+
+    report = {e["record"]: e for e in history.rewrite_api_versions(served)}
+    done = report[renamed_name]
+    assert (done["action"], done["version"], done["errors"], done["backup"]) == \
+        (ACTION_REWRITTEN, "1.0.0", [], renamed_name + "-bak")
+    assert len(done["changes"]) == 1
+    assert "stored as apps/v1beta2" in done["changes"][0] and "using apps/v1 instead" in done["changes"][0]
+    failed = report[stuck_name]
+    assert (failed["action"], failed["changes"], failed["backup"]) == (ACTION_ERROR, [], "")
+    assert len(failed["errors"]) == 1 and "not a pure rename" in failed["errors"][0]
+    assert "Deployment/%s/web" % namespace in failed["errors"][0]
+
+    _meta, objects = history.load("1.0.0")
+    assert objects == [old_cm, deployment("web", namespace, "apps/v1")]
+    assert get_cm(cluster, namespace, stuck_name)["metadata"]["resourceVersion"] == \
+        originals[stuck_name]["metadata"]["resourceVersion"]
+    assert backup_name(stuck_name) not in cm_names(cluster, namespace)
+    backup = get_cm(cluster, namespace, renamed_name + "-bak")
+    assert backup["data"] == originals[renamed_name]["data"]
+    assert backup["binaryData"] == originals[renamed_name]["binaryData"]
+    assert backup["metadata"]["labels"][hc.LABEL_HISTORY] == HISTORY_BACKUP
+    assert backup["metadata"]["annotations"]["manent.io/backup-of"] == renamed_name
+    assert [r["version"] for r in history.records()] == ["2.0.0", "1.0.0"]  # the backup is not a record
+    # The mapped object is accepted by the API server as it is.
+    mapped = objects[1]
+    cluster.kube.request("PATCH", cluster.path("apps/v1", "Deployment", namespace, "web"),
+                         query={"fieldManager": "test", "dryRun": "All"}, body=mapped,
+                         content_type="application/apply-patch+yaml")
+
+    versions = {n: get_cm(cluster, namespace, n)["metadata"]["resourceVersion"]
+                for n in (renamed_name, stuck_name, backup["metadata"]["name"])}
+    again = history.rewrite_api_versions(served)
+    assert [(e["record"], e["action"]) for e in again] == [(stuck_name, ACTION_ERROR)]
+    assert {n: get_cm(cluster, namespace, n)["metadata"]["resourceVersion"] for n in versions} == versions
+
+
+def test_rewrite_backup_of_a_longest_record_name_fits(cluster, namespace):
+    key = ReleaseKey(application="a" * 90, artifact="b" * 90, environment="c" * 60, tenant="t" * 40)
+    version = "V" + "9" * 80 + "."
+    history = store(cluster, namespace, key=key)
+    name = history.save_record(Release(key, version), [deployment("web", namespace, "apps/v1beta2")])
+    assert len(name) == 253
+    [entry] = history.rewrite_api_versions(cluster.discovery.served)
+    assert entry["action"] == ACTION_REWRITTEN
+    assert len(entry["backup"]) == 253 and entry["backup"].endswith("-bak") and entry["backup"] != name
+    assert get_cm(cluster, namespace, entry["backup"])["metadata"]["annotations"]["manent.io/backup-of"] == name
+    assert history.load(version)[1][0]["apiVersion"] == "apps/v1"
+    # cleanup removes the backup together with its record
+    for i in range(3):
+        history.save_record(Release(key, "n%d" % i), [], {"created": T0 + datetime.timedelta(days=400 + i)})
+    history.save_record(Release(key, version), [deployment("web", namespace)], {"created": T0})
+    assert history.cleanup(3) == [name]
+    assert entry["backup"] not in cm_names(cluster, namespace)
+
+
+# --------------------------------------------------------------------------- helm
+
+
+def secret(name, namespace, type_="helm.sh/release.v1"):
+    return {"apiVersion": "v1", "kind": "Secret", "type": type_, "metadata": {"name": name, "namespace": namespace},
+            "data": {"release": base64.b64encode(b"H4sI").decode()}}
+
+
+def test_delete_helm_release_secrets_deletes_only_that_release(cluster, namespace):
+    doomed = ["sh.helm.release.v1.web.v1", "sh.helm.release.v1.web.v2", "sh.helm.release.v1.web.v10"]
+    survivors = [secret("sh.helm.release.v1.other.v1", namespace),
+                 secret("sh.helm.release.v1.web-x.v1", namespace),
+                 secret("sh.helm.release.v1.web.v1.bak", namespace),
+                 secret("sh.helm.release.v1.web.v3", namespace, "Opaque"),
+                 secret("unrelated", namespace, "Opaque")]
+    for obj in [secret(name, namespace) for name in doomed] + survivors:
+        cluster.apply(obj)
+    cluster.apply(configmap("sh.helm.release.v1.web.v4", namespace))
+
+    deleted = store(cluster, namespace).delete_helm_release_secrets("web")
+
+    assert deleted == doomed  # by revision
+    left = sorted(s["metadata"]["name"] for s in cluster.list("v1", "Secret", namespace))
+    assert left == sorted(s["metadata"]["name"] for s in survivors)
+    assert "sh.helm.release.v1.web.v4" in cm_names(cluster, namespace)
+    assert store(cluster, namespace).delete_helm_release_secrets("web") == []
