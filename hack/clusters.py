@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Start and stop local Kubernetes clusters for tests and the demo: no Docker, real components.
 
 Each cluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok (fake nodes
@@ -140,8 +139,8 @@ def kubeconfig(path, url, d):
     cfg = {
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
         "clusters": [{"name": "c", "cluster": {"server": url, "certificate-authority": os.path.join(d, "ca.crt")}}],
-        "users": [{"name": "u", "user": {"client-certificate": os.path.join(d, "admin.crt"),
-                                          "client-key": os.path.join(d, "admin.key")}}],
+        "users": [{"name": "u", "user": {
+            "client-certificate": os.path.join(d, "admin.crt"), "client-key": os.path.join(d, "admin.key")}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
     }
     _write(path, json.dumps(cfg, indent=1).encode())
@@ -469,7 +468,7 @@ def status(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     p.add_argument("command", choices=("up", "down", "status"))
     p.add_argument("--dir", default=os.environ.get("MANENT_CLUSTERS_DIR", os.path.join(ROOT, ".clusters")))
     p.add_argument("--topology", default=os.environ.get("MANENT_TOPOLOGY", DEFAULT_TOPOLOGY),

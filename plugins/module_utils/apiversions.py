@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one table of deprecated and removed Kubernetes API versions, and the checks built on it.
 
 Kubernetes stops serving old API versions (``apps/v1beta1`` Deployment in 1.16, ``extensions/v1beta1``

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Server-side apply of objects, one tier at a time, objects of a tier concurrently.
 
 Per object: read the live object, apply with field manager ``manent`` (dry-run in check mode),
@@ -10,11 +10,16 @@ equals the live object), ``configured`` otherwise. Conflicts with other field ma
 over by default (``force``, like Flux and Argo CD) and reported per object; with ``force: false``
 a conflict is an error naming the fields and managers. Delete policies (before-creation,
 before-creation-if-immutable) recreate objects. The server's Warning headers are kept per object.
+
+With ``force: false`` each tier is first applied with dryRun=All: a conflict (or any other refusal) of
+one object fails the tier before any of its objects is written. CRDs are waited for until Established
+*and* served by discovery, so the custom resources of the next tiers can be applied.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +27,7 @@ from dataclasses import dataclass, field
 from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry, same
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApiError, ApplyError, ConflictError, NotFoundError)
+    ApiError, ApplyError, ConflictError, ManentError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import FIELD_MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import name_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.status import CURRENT, compute
@@ -32,16 +37,25 @@ CREATED, CONFIGURED, UNCHANGED, DELETED, SKIPPED, RECREATED = (
     "created", "configured", "unchanged", "deleted", "skipped", "recreated")
 CHANGING = (CREATED, CONFIGURED, DELETED, RECREATED)
 _CONFLICT = re.compile(r'conflict with "([^"]+)"')
+_NOT_IN_SCHEMA = "field not declared in schema"
+
+
+def _random_salt():
+    return secrets.token_hex(8)
 
 
 @dataclass
 class ApplyOptions:
+    """``force``: take over fields of other managers; ``concurrency``: objects of a tier applied at once;
+    ``salt``: keys the Secret fingerprints of diffs (random per run, so they cannot be compared across runs)."""
+
     force: bool = True
     concurrency: int = 8
     dry_run: bool = False
     diff: bool = False
     delete_timeout: float = 120.0
-    salt: str = ""
+    established_timeout: float = 60.0
+    salt: str = field(default_factory=_random_salt)
 
 
 @dataclass
@@ -104,10 +118,7 @@ class Applier:
             if not takeovers:
                 raise
             if not self.options.force:
-                raise ConflictError("server-side apply conflict: %s" % "; ".join(takeovers), status=409,
-                                    reason="Conflict", subject=ref(obj),
-                                    hint="another field manager owns these fields: remove them from the manifest, "
-                                         "or allow manent to take them over (force: true)")
+                raise conflict_error(obj, takeovers) from exc
             return self._patch(obj, force=True), takeovers
 
     def apply_one(self, obj, phase="upgrade"):
@@ -125,6 +136,11 @@ class Applier:
         try:
             resp, takeovers = self._apply_with_conflicts(obj)
         except ApiError as exc:
+            if _NOT_IN_SCHEMA in exc.message:
+                raise ApiError(exc.message, status=exc.status, reason=exc.reason, subject=subject,
+                               hint="the manifest has a field that %s %s does not define: fix its name or "
+                                    "indentation, or the apiVersion" % (obj.get("apiVersion"), obj.get("kind"))
+                               ) from exc
             if (exc.status == 422 and live is not None and lifecycle.BEFORE_CREATION_IF_IMMUTABLE in policies
                     and lifecycle.is_immutable_error(str(exc))):
                 if self.options.dry_run:
@@ -147,6 +163,8 @@ class Applier:
                 (result.get("metadata") or {}).get("resourceVersion")
             action = UNCHANGED if same_rv else CONFIGURED
         change = Change(subject, action, warnings=list(resp.warnings), takeovers=takeovers)
+        if takeovers:
+            change.reason = "took over %s" % ", ".join("%(field)s from %(manager)s" % t for t in takeovers)
         if self.options.diff and action != UNCHANGED:
             change.diff = diff_entry(live, result, subject, self.options.salt)
         change.seconds = time.monotonic() - started
@@ -176,36 +194,78 @@ class Applier:
 
     # ------------------------------------------------------------------ a tier
 
-    def apply_tier(self, objects, phase="upgrade"):
-        """Apply independent objects concurrently; raise ApplyError with the partial change set on failure."""
-        if not objects:
-            return []
+    def _each(self, objects, work):
+        """Run ``work(obj)`` for every object, at most ``concurrency`` at once; (results, errors) in order."""
         workers = max(1, min(self.options.concurrency, len(objects)))
         results, errors = [None] * len(objects), []
         if workers == 1:
             for i, obj in enumerate(objects):
                 try:
-                    results[i] = self.apply_one(obj, phase)
-                except ApiError as exc:
+                    results[i] = work(obj)
+                except ManentError as exc:
                     errors.append(_named(obj, exc))
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [(i, obj, pool.submit(self.apply_one, obj, phase)) for i, obj in enumerate(objects)]
-                for i, obj, fut in futures:
-                    try:
-                        results[i] = fut.result()
-                    except ApiError as exc:
-                        errors.append(_named(obj, exc))
+            return results, errors
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [(i, obj, pool.submit(work, obj)) for i, obj in enumerate(objects)]
+            for i, obj, fut in futures:
+                try:
+                    results[i] = fut.result()
+                except ManentError as exc:
+                    errors.append(_named(obj, exc))
+        return results, errors
+
+    def apply_tier(self, objects, phase="upgrade"):
+        """Apply independent objects concurrently; raise ApplyError with the partial change set on failure.
+
+        Without ``force`` the tier is dry-run first and nothing of it is written when any object is refused.
+        """
+        if not objects:
+            return []
+        if not self.options.force and not self.options.dry_run:
+            self.preflight(objects)
+        results, errors = self._each(objects, lambda obj: self.apply_one(obj, phase))
         done = [r for r in results if r is not None]
         if errors:
             raise ApplyError("%d object(s) failed to apply:\n- %s" % (len(errors), "\n- ".join(errors)),
                              partial=done)
         return done
 
-    def wait_established(self, crds, timeout=60.0):
-        """Wait until CRDs are Established and their kinds are served by discovery."""
+    def _check_one(self, obj):
+        """Dry-run apply without force; None when the server would accept it (or a delete policy recreates it)."""
+        policies = lifecycle.delete_policies(obj)
+        if lifecycle.BEFORE_CREATION in policies:
+            return None
+        query = {"fieldManager": FIELD_MANAGER, "force": "false", "dryRun": "All"}
+        try:
+            self.kube.request("PATCH", self._path(obj), query=query, body=obj, content_type=APPLY_PATCH,
+                              subject=ref(obj))
+        except ConflictError as exc:
+            takeovers = conflicts(exc)
+            if takeovers:
+                raise conflict_error(obj, takeovers) from exc
+            raise
+        except NotFoundError:
+            return None  # e.g. a namespace of this tier's objects that does not exist: apply says it
+        except ApiError as exc:
+            if (exc.status == 422 and lifecycle.BEFORE_CREATION_IF_IMMUTABLE in policies
+                    and lifecycle.is_immutable_error(str(exc))):
+                return None
+            raise
+        return None
+
+    def preflight(self, objects):
+        """Dry-run every object of a tier; ApplyError naming each refused object before anything is written."""
+        _results, errors = self._each(objects, self._check_one)
+        if errors:
+            raise ApplyError("%d object(s) refused, nothing of their tier was applied:\n- %s"
+                             % (len(errors), "\n- ".join(errors)), partial=[],
+                             hint="fix the objects named here and deploy again")
+
+    def wait_established(self, crds, timeout=None):
+        """Wait until CRDs are Established and every served version of theirs is in discovery."""
         if not crds or self.options.dry_run:
             return
+        timeout = self.options.established_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         pending = list(crds)
         while pending and time.monotonic() < deadline:
@@ -214,19 +274,53 @@ class Applier:
                 time.sleep(0.2)
         if pending:
             raise ApplyError("CustomResourceDefinition(s) not Established within %ss: %s"
-                             % (timeout, ", ".join(ref(c) for c in pending)))
-        self.discovery.refresh()
+                             % (timeout, ", ".join(ref(c) for c in pending)),
+                             hint="check the CRDs' conditions (kubectl describe crd) and the API server log")
+        while True:
+            self.discovery.refresh()
+            missing = [api_version + " " + kind for api_version, kind in crd_kinds(crds)
+                       if not self.discovery.served(api_version, kind)]
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                raise ApplyError("CustomResourceDefinition(s) Established but not served by discovery within %ss: "
+                                 "%s" % (timeout, ", ".join(missing)),
+                                 hint="check the API server's aggregated discovery, then deploy again")
+            time.sleep(0.2)
+
+
+def crd_kinds(crds):
+    """(apiVersion, kind) of every served version of the given CRDs."""
+    out = []
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        kind = (spec.get("names") or {}).get("kind")
+        for version in spec.get("versions") or []:
+            if kind and version.get("served", True):
+                out.append(("%s/%s" % (spec.get("group"), version.get("name")), kind))
+    return out
 
 
 def conflicts(exc):
-    """'field .spec.replicas (owned by kubectl-client-side-apply)' lines from a 409 apply conflict."""
+    """[{"field": ".spec.replicas", "manager": "kubectl-client-side-apply"}] from a 409 apply conflict."""
     out = []
     for cause in (exc.body.get("details") or {}).get("causes") or []:
         if cause.get("reason") != "FieldManagerConflict":
             continue
         m = _CONFLICT.search(cause.get("message") or "")
-        out.append("field %s (owned by %s)" % (cause.get("field"), m.group(1) if m else cause.get("message")))
-    return out
+        entry = {"field": cause.get("field") or "", "manager": m.group(1) if m else cause.get("message") or ""}
+        if entry not in out:
+            out.append(entry)
+    return sorted(out, key=lambda t: (t["field"], t["manager"]))
+
+
+def conflict_error(obj, takeovers):
+    """The error for a conflict manent may not take over: each field with the manager that owns it."""
+    return ConflictError("server-side apply conflict: %s" % "; ".join(
+        "field %(field)s is owned by field manager %(manager)s" % t for t in takeovers),
+        status=409, reason="Conflict", subject=ref(obj),
+        hint="another field manager owns these fields: remove them from the manifest, change them with their "
+             "owner, or let manent take them over (force_conflicts: true)")
 
 
 def _named(obj, exc):

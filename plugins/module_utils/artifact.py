@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The artifact: fetch it, verify its sha256, tell what it is and read it without trusting it (SPEC §1).
 
 An artifact is a plain manifest (YAML or JSON), a ``.tar.gz`` of manifests, or a packaged Helm chart
@@ -116,7 +116,7 @@ def detect(path, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
         return MANIFEST
     charts = set()
     with _open_tar(path) as tar:
-        for _, name in _iterate(tar, label, max_total_size, max_members):
+        for _member, name in _iterate(tar, label, max_total_size, max_members):
             parts = name.split("/")
             if len(parts) == 2 and parts[1] == "Chart.yaml":
                 charts.add(parts[0])
@@ -135,7 +135,7 @@ def safe_members(tar, source, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEM
     members, names that appear twice, more than ``max_members`` members, more than ``max_total_size``
     uncompressed bytes. Works on stream-mode tars: the size check happens before the data is read.
     """
-    for member, _ in _iterate(tar, source, max_total_size, max_members):
+    for member, _data in _iterate(tar, source, max_total_size, max_members):
         yield member
 
 

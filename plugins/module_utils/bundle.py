@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The bundle file: the rendered, validated, ordered objects of one release for one cluster.
 
 ``manent_render`` writes it, ``manent_apply`` reads it: thousands of objects travel as a file path,

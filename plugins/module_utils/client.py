@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Connection to one cluster's API server: credentials, TLS, one HTTP path for every call.
 
 Built on the official ``kubernetes`` client's REST layer (its configured urllib3 pool: TLS
@@ -75,7 +75,7 @@ class ConnectionOptions:
             rest = server[len("https://"):]
             if ":" in rest.split("/", 1)[0] or rest.startswith("["):
                 return server
-            host, _, path = rest.partition("/")
+            host, _sep, path = rest.partition("/")
             return "https://%s:%d%s" % (host, self.port, "/" + path if path else "")
         return "https://%s:%d" % (server, self.port)
 

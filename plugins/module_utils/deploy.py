@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One deploy of one bundle to one cluster (SPEC §7 steps 3-6, §10), and rollback (§8).
 
 Order: validate (credentials, version, record size) -> Namespaces -> save the release in history
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
-    CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change)
+    CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change, crd_kinds)
+from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApplyError, ManentError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
@@ -196,7 +197,8 @@ class Deployer:
                     result.warnings.append("could not release the history lock: %s" % exc)
             timings["total"] = time.monotonic() - t0
             result.timings = timings
-        result.warnings.extend(w for c in result.changes for w in ("%s: %s" % (c.subject, x) for x in c.warnings))
+            result.warnings.extend(change_warnings(result.changes))
+            result.warnings.extend(store.notes)
         return result
 
     def _dry_run(self, bundle, selected, result, timings, t0, previous_objects):
@@ -208,22 +210,38 @@ class Deployer:
                     self.kube.get_json("/api/v1/namespaces/%s" % obj["metadata"]["name"])
                 except NotFoundError:
                     new_namespaces.add(obj["metadata"]["name"])
+        new_kinds = {(api_version, kind) for api_version, kind in crd_kinds(
+            [o for o in selected if o.get("kind") == "CustomResourceDefinition"])
+            if not self.discovery.served(api_version, kind)}
         checkable, skipped = [], []
         for obj in selected:
-            (skipped if namespace_of(obj) in new_namespaces else checkable).append(obj)
-        for tier, objs in tiers(checkable):
-            result.changes.extend(self.applier.apply_tier(objs))
-        for obj in skipped:
-            result.changes.append(Change(ref(obj), SKIPPED, reason="namespace %s does not exist yet"
-                                         % namespace_of(obj)))
-        result.objects_skipped = len(skipped)
-        if self.options.prune:
-            result.pruned = self.prune(previous_objects, bundle.objects, result)
-        timings["apply"] = time.monotonic() - t
-        timings["total"] = time.monotonic() - t0
-        result.timings = timings
-        result.status = "checked"
-        result.warnings.extend(w for c in result.changes for w in ("%s: %s" % (c.subject, x) for x in c.warnings))
+            if namespace_of(obj) in new_namespaces:
+                skipped.append((obj, "namespace %s does not exist yet" % namespace_of(obj)))
+            elif (obj.get("apiVersion"), obj.get("kind")) in new_kinds:
+                skipped.append((obj, "kind %s %s is defined by a CustomResourceDefinition of this release that "
+                                     "does not exist yet" % (obj.get("apiVersion"), obj.get("kind"))))
+            else:
+                checkable.append(obj)
+        try:
+            for _tier, objs in tiers(checkable):
+                result.changes.extend(self.applier.apply_tier(objs))
+            for obj, why in skipped:
+                result.changes.append(Change(ref(obj), SKIPPED, reason="not verifiable in check mode: %s" % why))
+            result.objects_skipped = len(skipped)
+            if self.options.prune:
+                result.pruned = self.prune(previous_objects, bundle.objects, result)
+            result.status = "checked"
+        except ManentError as exc:
+            if isinstance(exc.partial, list):
+                result.changes.extend(exc.partial)
+            result.status = "failed"
+            exc.partial = result
+            raise
+        finally:
+            timings["apply"] = time.monotonic() - t
+            timings["total"] = time.monotonic() - t0
+            result.timings = timings
+            result.warnings.extend(change_warnings(result.changes))
         return result
 
     def _wait(self, objects):
@@ -254,10 +272,14 @@ class Deployer:
                     result.changes.append(Change(ref(obj), SKIPPED, reason="not pruned: %s" % why))
                 continue
             target = self._served_for_delete(obj)
+            live = self.applier.get(target) if self.options.apply.diff else None
             if self.applier.delete(target, wait=False):
                 pruned.append(ref(obj))
                 if result is not None:
-                    result.changes.append(Change(ref(obj), DELETED, reason="pruned"))
+                    change = Change(ref(obj), DELETED, reason="pruned")
+                    if live is not None:
+                        change.diff = diff_entry(live, None, ref(obj), self.options.apply.salt)
+                    result.changes.append(change)
         return pruned
 
     def _served_for_delete(self, obj):
@@ -339,6 +361,18 @@ def _without_release_annotations(obj):
     ann.pop(ANNOTATION_DEPLOYMENT, None)
     meta["annotations"] = ann
     out["metadata"] = meta
+    return out
+
+
+def change_warnings(changes):
+    """Ansible warnings from a change set: the server's Warning headers and the fields taken over from other
+    field managers, each naming its object."""
+    out = []
+    for c in changes:
+        out.extend("%s: %s" % (c.subject, w) for w in c.warnings)
+        if c.takeovers:
+            out.append("%s: took over fields from other field managers: %s" % (
+                c.subject, ", ".join("%(field)s (from %(manager)s)" % t for t in c.takeovers)))
     return out
 
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Comparing objects without server noise, and redacting Secret data.
 
 ``normalize`` drops what the server changes on its own (managedFields, resourceVersion, uid,
@@ -14,7 +14,12 @@ from __future__ import annotations
 import copy
 import hashlib
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the modules report its absence
+    yaml = None
+    HAS_YAML = False
 
 NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What one cluster serves: kinds, their resource names, scope and versions.
 
 Discovery is read once per cluster per run: aggregated discovery (``apidiscovery.k8s.io/v2``, two

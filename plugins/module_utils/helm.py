@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Render a packaged Helm chart with ``helm template``, isolated from the worker.
 
 helm is used only as a template engine, like Argo CD does: it never talks to a cluster (``lookup``
@@ -33,7 +33,12 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the modules report its absence
+    yaml = None
+    HAS_YAML = False
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.lifecycle import (
@@ -41,7 +46,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.lifecycle import
 )
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if HAS_YAML else object
 
 HOOK_MODES = ("skip", "apply")
 TEST_HOOK_EVENTS = frozenset(("test", "test-success", "test-failure"))

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release history codec (SPEC §8, §9): names, labels and contents of the history ConfigMaps.
 
 Pure functions only: nothing here talks to a cluster, and every clock reading can be injected.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release history on the cluster (SPEC §8): the locator, its deploy lock and the record ConfigMaps.
 
 Names, labels and contents come from :mod:`history_codec`; this file only reads and writes them.
@@ -183,7 +183,7 @@ class HistoryStore:
                  "running, deploy again with break_lock: true" % until)
 
     def _lock_data(self, cm, ttl, break_lock, raced):
-        """Locator data locked by this holder, or LockedError; notes take-overs."""
+        """(locator data locked by this holder, note on a take-over or None); LockedError when held."""
         data = codec.decode_locator(cm)
         now = self._now()
         try:
@@ -192,20 +192,21 @@ class HistoryStore:
             if not break_lock or raced:
                 raise HistoryError("the lock held by %r has no readable lockSince/lockExpires" % data["lockHolder"],
                                    subject=self._subject(self.locator_name), hint=_CLEAR_LOCK) from None
-            state, holder, since = codec.LOCK_HELD, data["lockHolder"], data["lockSince"]
+            state, holder, since = codec.LOCK_HELD, "", data["lockSince"]  # taken over below, even if ours
         if state == codec.LOCK_FREE:
-            return codec.with_lock(codec.without_lock(data), self.holder, now, ttl)
+            return codec.with_lock(codec.without_lock(data), self.holder, now, ttl), None
         if holder == self.holder:
-            return codec.with_lock(data, self.holder, now, ttl)
+            return codec.with_lock(data, self.holder, now, ttl), None
+        holder = holder or data["lockHolder"]
         if state == codec.LOCK_HELD and (raced or not break_lock):
             raise self._locked_error(holder, since, data["lockExpires"])
         if state == codec.LOCK_HELD:
-            self.notes.append("broke the release lock held by deploy %r since %s (break_lock: true) on %s"
-                              % (holder, since, self._subject(self.locator_name)))
+            note = "broke the release lock held by deploy %r since %s (break_lock: true)" % (holder, since)
         else:
-            self.notes.append("took over the expired release lock of deploy %r (held since %s, expired %s) on %s"
-                              % (holder, since, data["lockExpires"] or "?", self._subject(self.locator_name)))
-        return codec.with_lock(codec.without_lock(data), self.holder, now, ttl)
+            note = ("took over the expired release lock of deploy %r (held since %s, expired %s)"
+                    % (holder, since, data["lockExpires"] or "?"))
+        note += " on " + self._subject(self.locator_name)
+        return codec.with_lock(codec.without_lock(data), self.holder, now, ttl), note
 
     def acquire(self, ttl=LOCK_TTL_SECONDS, break_lock=False):
         """Take (or renew) the deploy lock of this release key; returns the locator as :meth:`locator`.
@@ -233,11 +234,15 @@ class HistoryStore:
                                    hint="another process manages this history; stop it and deploy again")
         for attempt in range(CONFLICT_RETRIES):
             # After a 409 the lock of any other holder is final, even with break_lock: it was just written.
-            body = self._with_data(cm, self._lock_data(cm, ttl, break_lock, raced=raced or attempt > 0))
+            data, note = self._lock_data(cm, ttl, break_lock, raced=raced or attempt > 0)
             try:
-                return self._decoded(self._put(body, action))
+                written = self._put(self._with_data(cm, data), action)
             except ConflictError:
-                pass
+                written = None
+            if written is not None:
+                if note:
+                    self.notes.append(note)
+                return self._decoded(written)
             cm = self._get(self.locator_name, action)
             if cm is None:
                 raise HistoryError("cannot %s: the locator was deleted while locking it" % action,

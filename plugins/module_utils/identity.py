@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release identity: who a deploy is (tenant, application, artifact, environment, version, deployment id)
 and the labels and annotations it stamps on every object (SPEC §7 step 2).
 

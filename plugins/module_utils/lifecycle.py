@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Helm and Nelm lifecycle annotations: the one place that reads them.
 
 Nelm's ``werf.io/<x>`` keys are honoured, and so is the same key under ``manent.io/<x>``; when both

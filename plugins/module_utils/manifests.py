@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parse manifest text into Kubernetes objects that remember where they came from.
 
 - YAML: one or more ``---`` documents, read with a safe loader (the libyaml one when available).
@@ -23,7 +23,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the modules report its absence
+    yaml = None
+    HAS_YAML = False
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
@@ -31,10 +36,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.objects import r
 MAX_ALIAS_NODES = 100000
 MAX_DEPTH = 200
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if HAS_YAML else object
 
 
-class ExpansionError(yaml.YAMLError):
+class ExpansionError(yaml.YAMLError if HAS_YAML else Exception):
     """A document's aliases expand to too many nodes."""
 
 
@@ -128,7 +133,8 @@ class ManifestLoader(_IterativeComposer, _BaseLoader):  # pylint: disable=too-ma
     """Safe loader with a bounded composer; timestamps stay strings (like kubectl)."""
 
 
-ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", ManifestLoader.construct_yaml_str)
+if HAS_YAML:
+    ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", ManifestLoader.construct_yaml_str)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every module shares: the connection argument spec, building the engine's objects from
 module parameters (in one place), and turning engine errors into ``fail_json``."""
 

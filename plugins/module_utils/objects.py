@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Object identity helpers shared by every part of the engine.
 
 A *ref* names one object: ``Kind/namespace/name`` (``Kind/name`` when cluster-scoped). The

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one ordering table: in which tier each kind is applied, and deleted (reverse).
 
 Tiers are applied one after another; objects inside a tier are independent and may be applied

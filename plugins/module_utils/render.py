@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The first half of a deploy (SPEC §1-4, §7 steps 1-2): artifact -> validated, ordered bundle for one cluster.
 
 Steps: verify the artifact's sha256; read manifests and substitute variables, or render the chart

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one status function: is a live object ready? A Python port of kstatus.
 
 The rules follow sigs.k8s.io/cli-utils ``pkg/kstatus/status``: generic checks first

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ description:
   - In check mode every object is applied with C(dryRun=All) and nothing, history included, is written.
   - In diff mode each changed object's difference (without server noise; Secret values redacted) is returned.
 author:
-  - manent developers
+  - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
 attributes:

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -10,20 +10,20 @@ module: manent_history
 short_description: Read, roll back, audit and repair a release's history in one cluster
 version_added: 0.1.0
 description:
-  - Release history lives in ConfigMaps in the release namespace (see the collection's C(docs/history.md)):
-    a locator naming the release in service and one record per release holding its applied objects.
-  - O(state=list) returns the release in service (the locator) and the records, newest first.
-  - O(state=rollback) re-applies the stored objects of the previous release (or O(rollback_to)) without downloading
+  - Release history lives in ConfigMaps in the release namespace (see the collection's C(docs/history.md)), a locator
+    naming the release in service and one record per release holding its applied objects.
+  - O(operation=list) returns the release in service (the locator) and the records, newest first.
+  - O(operation=rollback) re-applies the stored objects of the previous release (or O(rollback_to)) without downloading
     the artifact or running helm, waits for the rollout and, with O(prune=true), deletes objects that only the
     failed release had. The rolled-back-to release becomes the one in service; the other stays in history, marked
     C(rolled-back). Stored objects whose apiVersion the cluster no longer serves are mapped when the change is a
     pure rename; otherwise the rollback stops before any change.
-  - O(state=audit) checks every stored release's objects against the cluster's served and deprecated API versions.
-  - O(state=rewrite) maps stored objects to served apiVersions in place (pure renames only), keeping a backup
+  - O(operation=audit) checks every stored release's objects against the cluster's served and deprecated API versions.
+  - O(operation=rewrite) maps stored objects to served apiVersions in place (pure renames only), keeping a backup
     record; running it again changes nothing.
-  - O(state=unlock) removes a lock left by a killed deploy.
+  - O(operation=unlock) removes a lock left by a killed deploy.
 author:
-  - manent developers
+  - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
 attributes:
@@ -34,7 +34,7 @@ attributes:
     support: full
     description: Rollback returns per-object differences.
 options:
-  state:
+  operation:
     description: What to do.
     type: str
     choices: [list, rollback, audit, rewrite, unlock]
@@ -62,11 +62,11 @@ options:
     description: Version to roll back to. Default the release replaced by the one in service.
     type: str
   prune:
-    description: With O(state=rollback), delete objects created only by the release rolled back from.
+    description: With O(operation=rollback), delete objects created only by the release rolled back from.
     type: bool
     default: false
   wait:
-    description: With O(state=rollback), wait for the rollout.
+    description: With O(operation=rollback), wait for the rollout.
     type: bool
     default: true
   wait_timeout:
@@ -78,7 +78,7 @@ options:
     type: int
     default: 5
   break_lock:
-    description: With O(state=rollback), take the history lock even if another deploy holds it.
+    description: With O(operation=rollback), take the history lock even if another deploy holds it.
     type: bool
     default: false
 """
@@ -100,7 +100,7 @@ EXAMPLES = r"""
     application: shop
     environment: prod
     namespace: shop-prod
-    state: rollback
+    operation: rollback
     prune: true
 
 - name: Map stored releases to the API versions the cluster serves (before a cluster upgrade)
@@ -110,7 +110,7 @@ EXAMPLES = r"""
     application: shop
     environment: prod
     namespace: shop-prod
-    state: rewrite
+    operation: rewrite
 """
 
 RETURN = r"""
@@ -124,21 +124,21 @@ records:
   type: list
   elements: dict
 status:
-  description: With O(state=rollback), C(rolled-back), C(checked) or C(failed).
-  returned: when state is rollback
+  description: With O(operation=rollback), C(rolled-back), C(checked) or C(failed).
+  returned: when operation is rollback
   type: str
 details:
-  description: With O(state=rollback), the same details as M(manent.kubernetes.manent_apply).
-  returned: when state is rollback
+  description: With O(operation=rollback), the same details as M(manent.kubernetes.manent_apply).
+  returned: when operation is rollback
   type: dict
 changes:
-  description: With O(state=rollback), per-object actions.
-  returned: when state is rollback
+  description: With O(operation=rollback), per-object actions.
+  returned: when operation is rollback
   type: list
   elements: dict
 findings:
-  description: With O(state=audit) and O(state=rewrite), one entry per stored object needing attention.
-  returned: when state is audit or rewrite
+  description: With O(operation=audit) and O(operation=rewrite), one entry per stored object needing attention.
+  returned: when operation is audit or rewrite
   type: list
   elements: dict
 """
@@ -156,7 +156,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.identity import 
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
 
 HISTORY_SPEC = {
-    "state": {"type": "str", "choices": ["list", "rollback", "audit", "rewrite", "unlock"], "default": "list"},
+    "operation": {"type": "str", "choices": ["list", "rollback", "audit", "rewrite", "unlock"], "default": "list"},
     "rollback_to": {"type": "str"},
     "prune": {"type": "bool", "default": False},
     "wait": {"type": "bool", "default": True},
@@ -193,7 +193,7 @@ def run(module):
             keep_releases=p["keep_releases"], break_lock=p["break_lock"]))
         store = deployer.store(p["namespace"], key)
         out = {"changed": False}
-        state = p["state"]
+        state = p["operation"]
         if state == "rollback":
             def bundle_factory(version, meta, objects):
                 return Bundle(release=Release(key, version=version, deployment=meta.get("deployment", "")),

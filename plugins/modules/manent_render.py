@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ description:
     C(${MANENT_NAMESPACE}), C(${MANENT_DEPLOYMENT}) and C(${NAME}) for each O(variables) entry; any other C(${...})
     is left untouched.
   - Charts are rendered with C(helm template), isolated (empty environment, temporary home), with the cluster's
-    version and API versions as capabilities. Hooks are skipped by default and listed; test hooks never apply.
+    version and API versions as capabilities. Hooks are skipped by default and listed, and test hooks never apply.
   - Every object is checked against the cluster's discovery and the table of removed/deprecated API versions,
     gets the release labels and annotations, and objects without a namespace get O(namespace).
   - Nothing is written to the cluster.
 author:
-  - manent developers
+  - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
 attributes:
@@ -33,6 +33,7 @@ attributes:
     description: Rendering writes nothing to the cluster; check mode renders as usual.
   diff_mode:
     support: none
+    description: Rendering changes nothing, so there is no difference to show.
 options:
   artifact:
     description:
@@ -96,7 +97,7 @@ options:
     type: dict
     default: {}
   helm_hooks:
-    description: C(skip) leaves Helm hooks out (listed in RV(hooks_skipped)); C(apply) applies them as ordinary objects.
+    description: C(skip) leaves Helm hooks out (listed in the C(hooks_skipped) result); C(apply) applies them as ordinary objects.
     type: str
     choices: [skip, apply]
     default: skip
@@ -181,7 +182,7 @@ kinds:
   type: dict
   sample: {"ConfigMap": 1, "Deployment": 1, "Service": 1}
 hooks_skipped:
-  description: Helm hooks left out (C(Kind/name (hook: event))).
+  description: Helm hooks left out, as C(Kind/name (hook event)).
   returned: success
   type: list
   elements: str

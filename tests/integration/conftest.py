@@ -35,10 +35,11 @@ def clusters():
         return
     script = os.path.join(ROOT, "hack", "clusters.py")
     status = subprocess.run([sys.executable, script, "status", "--dir", CLUSTERS_DIR],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     started = status.returncode != 0
     if started:
-        up = subprocess.run([sys.executable, script, "up", "--dir", CLUSTERS_DIR], capture_output=True, text=True)
+        up = subprocess.run([sys.executable, script, "up", "--dir", CLUSTERS_DIR], capture_output=True, text=True,
+                            check=False)
         if up.returncode != 0:
             pytest.fail("local clusters did not start:\n%s\n%s" % (up.stdout, up.stderr[-20000:]), pytrace=False)
     try:

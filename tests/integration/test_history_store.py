@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The release history store against real API servers: lock, records, promotion, retention, API-version
 rewrite and Helm secret removal (SPEC §8, docs/history.md). Nothing here is mocked."""
 
@@ -121,12 +121,17 @@ def test_break_lock_takes_a_held_lock(cluster, namespace):
         store(cluster, namespace, holder="stuck", now=at(T0 + datetime.timedelta(seconds=6))).acquire()
 
 
-def test_unreadable_lock_needs_break_lock(cluster, namespace):
+@pytest.mark.parametrize("holder", ["d2", "ghost"])
+def test_unreadable_lock_needs_break_lock(cluster, namespace, holder):
     cluster.apply(dict(hc.encode_locator(SHOP, namespace, {"lockHolder": "ghost", "lockSince": "yesterday"}, T0),
                        metadata={"name": hc.locator_name(SHOP), "namespace": namespace}))
     with pytest.raises(HistoryError, match="no readable lockSince/lockExpires"):
-        store(cluster, namespace, holder="d2").acquire()
-    assert store(cluster, namespace, holder="d2").acquire(break_lock=True)["lockHolder"] == "d2"
+        store(cluster, namespace, holder=holder).acquire()
+    breaker = store(cluster, namespace, holder=holder, now=at(T0))
+    got = breaker.acquire(break_lock=True)
+    assert (got["lockHolder"], got["lockSince"]) == (holder, "2024-05-01T12:00:00Z")
+    assert breaker.notes == ["broke the release lock held by deploy 'ghost' since yesterday (break_lock: true) on "
+                             "ConfigMap/%s/%s" % (namespace, hc.locator_name(SHOP))]
 
 
 def test_release_lock_only_clears_our_own_lock(cluster, namespace):
@@ -187,7 +192,7 @@ def test_forbidden_keeps_the_server_message(cluster, namespace):
     path = os.path.join(cluster.dir, "deployer.token")
     if not os.path.exists(path):
         pytest.fail("this test needs the deployer token written by hack/clusters.py")
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         token = f.read().strip()
     with Kube(cluster.connection(token=token)) as limited:
         with pytest.raises(HistoryError) as err:
@@ -241,6 +246,35 @@ def test_save_mark_promote_round_trip(cluster, namespace):
         later.load("9.9.9")
     with pytest.raises(InputError, match="unknown release status"):
         later.mark("2.0.0", "exploded")
+
+
+def test_concurrent_marks_are_retried_after_conflicts(cluster, namespace):
+    history = store(cluster, namespace)
+    history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("a", namespace)])
+    kubes = [Kube(cluster.connection()) for _ in range(5)]  # <= CONFLICT_RETRIES: each round one writer wins
+    barrier = threading.Barrier(len(kubes))
+    results = {}
+
+    def run(index):
+        barrier.wait()
+        try:
+            results[index] = store(cluster, namespace, kube=kubes[index]).mark("1.0.0", "pending",
+                                                                               replaced="r%d" % index)
+        except HistoryError as err:  # pragma: no cover - reported by the assertion below
+            results[index] = err
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(kubes))]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for kube in kubes:
+            kube.close()
+    assert all(isinstance(meta, dict) for meta in results.values()) and len(results) == len(kubes), results
+    assert results[0]["replaced"] == "r0"
+    assert history.load("1.0.0")[0]["replaced"] in {"r%d" % i for i in range(len(kubes))}
 
 
 def test_redeploying_a_version_replaces_its_record(cluster, namespace):
@@ -395,7 +429,9 @@ def test_rewrite_backup_of_a_longest_record_name_fits(cluster, namespace):
     history = store(cluster, namespace, key=key)
     name = history.save_record(Release(key, version), [deployment("web", namespace, "apps/v1beta2")])
     assert len(name) == 253
-    [entry] = history.rewrite_api_versions(cluster.discovery.served)
+    report = history.rewrite_api_versions(cluster.discovery.served)
+    assert len(report) == 1
+    entry = report[0]
     assert entry["action"] == ACTION_REWRITTEN
     assert len(entry["backup"]) == 253 and entry["backup"].endswith("-bak") and entry["backup"] != name
     assert get_cm(cluster, namespace, entry["backup"])["metadata"]["annotations"]["manent.io/backup-of"] == name

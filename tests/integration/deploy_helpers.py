@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""Render an inline list of objects as a real manifest artifact and deploy it with the engine.
+
+The objects are written as a YAML file, its sha256 computed, rendered with ``render.render`` against the
+cluster's own discovery (a fresh one per render, as each run has) and deployed with ``deploy.Deployer``:
+the same path ``manent_render`` + ``manent_apply`` take, minus Ansible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+
+import yaml
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+    RenderOptions, default_deployment_id, render)
+
+KEY = ReleaseKey(application="shop", artifact="shop-api", environment="test")
+PAUSE = "registry.k8s.io/pause:3.10"
+NEVER_READY = {"manent.test/never-ready": "true"}
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def deployment(name, image=PAUSE, replicas=1, template_annotations=None, deadline=None, annotations=None):
+    spec = {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [{"name": "app", "image": image}]}}}
+    if template_annotations:
+        spec["template"]["metadata"]["annotations"] = dict(template_annotations)
+    if deadline is not None:
+        spec["progressDeadlineSeconds"] = deadline
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
+
+
+def configmap(name, annotations=None, namespace=None, **data):
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
+
+
+def service(name, port=80):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": name}, "ports": [{"port": port, "targetPort": port}]}}
+
+
+def job(name, command="true", annotations=None):
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "job", "image": PAUSE, "command": ["/pause", command]}]}}}}
+
+
+# --------------------------------------------------------------------------- render + deploy
+
+
+def write_artifact(tmp_path, objects, name=None):
+    """(path, sha256) of a multi-document YAML manifest holding ``objects``."""
+    path = tmp_path / (name or "artifact-%s.yaml" % uuid.uuid4().hex[:8])
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    return str(path), hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def render_bundle(cluster, tmp_path, objects, namespace, version="1.0.0", key=KEY, variables=None):
+    path, sha = write_artifact(tmp_path, objects)
+    options = RenderOptions(namespace=namespace, variables=dict(variables or {}), artifact_sha256=sha)
+    rel = Release(key, version, default_deployment_id(version, sha, options))
+    return render(path, rel, options, Discovery(cluster.kube), cluster.kube.version())
+
+
+def deployer(cluster, kube=None, **options):
+    """A Deployer on a fresh discovery; ``apply=`` takes ApplyOptions fields as a dict."""
+    apply_options = ApplyOptions(**options.pop("apply", {}))
+    kube = kube or cluster.kube
+    return Deployer(kube, Discovery(kube), DeployOptions(apply=apply_options, **options))
+
+
+def deploy(cluster, tmp_path, objects, namespace, version="1.0.0", key=KEY, kube=None, **options):
+    bundle = render_bundle(cluster, tmp_path, objects, namespace, version=version, key=key)
+    return deployer(cluster, kube=kube, **options).deploy(bundle)
+
+
+def actions(result):
+    """{subject: action} of a DeployResult."""
+    return {c.subject: c.action for c in result.changes}
+
+
+# --------------------------------------------------------------------------- cluster state
+
+
+NAMESPACED_KINDS = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("apps/v1", "Deployment"),
+                    ("apps/v1", "ReplicaSet"), ("batch/v1", "Job"), ("v1", "Pod"), ("v1", "ServiceAccount"))
+
+
+def versions(cluster, namespace, kinds=NAMESPACED_KINDS):
+    """{Kind/name: resourceVersion} of every object of ``kinds`` in ``namespace``."""
+    out = {}
+    for api_version, kind in kinds:
+        for item in cluster.list(api_version, kind, namespace):
+            out["%s/%s" % (kind, item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
+    return out
+
+
+def history_configmaps(cluster, namespace, key=KEY):
+    return {cm["metadata"]["name"]: cm for cm in cluster.list("v1", "ConfigMap", namespace)
+            if cm["metadata"]["name"].startswith(hc.locator_name(key))}
+
+
+def locator(cluster, namespace, key=KEY):
+    cm = cluster.get("v1", "ConfigMap", namespace, hc.locator_name(key))
+    return None if cm is None else cm["data"]
+
+
+def record_status(cluster, namespace, version, key=KEY):
+    cm = cluster.get("v1", "ConfigMap", namespace, hc.record_name(key, version))
+    return None if cm is None else hc.record_meta(cm)["status"]
+
+
+def dump(result):
+    """The result as the module returns it (with the per-object diffs), JSON text."""
+    out = result.to_dict()
+    out["diff"] = [c.diff for c in result.changes if c.diff]
+    return json.dumps(out, sort_keys=True)
+
+
+# --------------------------------------------------------------------------- instrumentation
+
+
+class Recording:
+    """The real Kube with every request recorded in order, and the peak of concurrent PATCH requests.
+
+    Nothing is faked: each call goes to the API server; ``patch_delay`` only holds a PATCH open a little
+    longer so that concurrency is observable on a fast local server.
+    """
+
+    def __init__(self, kube, patch_delay=0.0):
+        self._kube = kube
+        self.patch_delay = patch_delay
+        self.calls = []
+        self.in_flight = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def request(self, method, path, **kw):
+        query = kw.get("query") or {}
+        with self._lock:
+            self.calls.append((method, path, dict(query)))
+            if method == "PATCH":
+                self.in_flight += 1
+                self.peak = max(self.peak, self.in_flight)
+        try:
+            if method == "PATCH" and self.patch_delay:
+                time.sleep(self.patch_delay)
+            return self._kube.request(method, path, **kw)
+        finally:
+            if method == "PATCH":
+                with self._lock:
+                    self.in_flight -= 1
+
+    def get_json(self, path, **kw):
+        return self.request("GET", path, **kw).data
+
+    def writes(self):
+        """(method, path) of every call that would write, dry-run calls excluded."""
+        return [(m, p) for m, p, q in self.calls if m in ("POST", "PUT", "PATCH", "DELETE") and "dryRun" not in q
+                and not p.startswith("/apis/authorization.k8s.io/")]
