@@ -20,11 +20,14 @@ import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
-    RenderOptions, default_deployment_id, render)
+    RenderOptions, default_deployment_id, render, stamp)
 
 KEY = ReleaseKey(application="shop", artifact="shop-api", environment="test")
 PAUSE = "registry.k8s.io/pause:3.10"
@@ -87,6 +90,30 @@ def render_bundle(cluster, tmp_path, objects, namespace, version="1.0.0", key=KE
     options = RenderOptions(namespace=namespace, variables=dict(variables or {}), artifact_sha256=sha)
     rel = Release(key, version, default_deployment_id(version, sha, options))
     return render(path, rel, options, Discovery(cluster.kube), cluster.kube.version())
+
+
+def render_chart_bundle(cluster, chart, namespace, helm, version="0.1.0", key=KEY, **render_options):
+    """Render a packaged chart with the pinned helm binary ``helm``."""
+    options = RenderOptions(namespace=namespace, artifact_sha256=hashlib.sha256(open(chart, "rb").read()).hexdigest(),
+                            **render_options)
+    rel = Release(key, version, default_deployment_id(version, options.artifact_sha256, options))
+    return render(chart, rel, options, Discovery(cluster.kube), cluster.kube.version(),
+                  helm_options=HelmOptions(command=helm))
+
+
+def make_bundle(objects, namespace, version="1.0.0", key=KEY, deployment="d-test", cluster_scoped=()):
+    """A bundle built the way render builds one (namespace defaulted, release stamped, ordered) but without
+    render's discovery checks; ``cluster_scoped`` lists the kinds that get no namespace."""
+    rel = Release(key, version, deployment)
+    out = []
+    for obj in objects:
+        obj = json.loads(json.dumps(obj))
+        if obj["kind"] not in tuple(cluster_scoped) + ("Namespace", "CustomResourceDefinition"):
+            obj["metadata"].setdefault("namespace", namespace)
+        out.append(stamp(obj, rel))
+    out.sort(key=sort_key)
+    return Bundle(release=rel, namespace=namespace, objects=out, sources=["inline"] * len(out),
+                  artifact={"name": key.artifact, "version": version, "sha256": "", "type": "manifests"})
 
 
 def deployer(cluster, kube=None, **options):

@@ -160,7 +160,7 @@ def test_two_concurrent_acquirers_exactly_one_wins(cluster, namespace, locator_e
         first = store(cluster, namespace, key=key, holder="setup")
         first.acquire()
         first.release_lock()
-    kubes = [Kube(cluster.connection()) for _ in range(2)]
+    kubes = [Kube(cluster.connection()) for _i in range(2)]
     barrier = threading.Barrier(2)
     outcome = {}
 
@@ -251,7 +251,7 @@ def test_save_mark_promote_round_trip(cluster, namespace):
 def test_concurrent_marks_are_retried_after_conflicts(cluster, namespace):
     history = store(cluster, namespace)
     history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("a", namespace)])
-    kubes = [Kube(cluster.connection()) for _ in range(5)]  # <= CONFLICT_RETRIES: each round one writer wins
+    kubes = [Kube(cluster.connection()) for _i in range(5)]  # <= CONFLICT_RETRIES: each round one writer wins
     barrier = threading.Barrier(len(kubes))
     results = {}
 

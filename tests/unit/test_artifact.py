@@ -189,7 +189,7 @@ def test_unsafe_members_are_refused(tmp_path, case, reader):
     assert info.value.subject == "evil.tgz"
     assert info.value.message == case["error"]
     assert not (tmp_path / "evil.yaml").exists()
-    assert not any(name in ("evil.yaml", "values.yaml") for _, _, files in os.walk(str(dest)) for name in files)
+    assert not any(name in ("evil.yaml", "values.yaml") for _root, _dirs, files in os.walk(str(dest)) for name in files)
 
 
 def test_safe_members_yields_checked_members(tmp_path):
@@ -236,7 +236,7 @@ def test_read_archive_manifests_in_byte_order_of_name(tmp_path):
     members = [{"name": "a", "type": "dir"}] + [{"name": n, "data": "name: %s\n" % n} for n in names]
     members[names.index("._a.yaml") + 1]["data"] = b"\x00\x05\x16\x07\xff"
     result = artifact.read_archive_manifests(make_targz(tmp_path / "m.tar.gz", members))
-    assert [name for name, _ in result] == ["B.json", "UPPER.YAML", "_x.yaml", "a.yaml", "a/z.yml", "b.yaml",
+    assert [name for name, _text in result] == ["B.json", "UPPER.YAML", "_x.yaml", "a.yaml", "a/z.yml", "b.yaml",
                                             "ä.yaml"]
     assert dict(result)["a/z.yml"] == "name: a/z.yml\n"
 
@@ -402,7 +402,7 @@ def test_fetch_http_and_cache_reuse(tmp_path):
         first = artifact.fetch(url, str(cache), BODY_SHA, timeout=5)
         second = artifact.fetch(url, str(cache), BODY_SHA, timeout=5)
         assert first == second == os.path.join(str(cache), BODY_SHA)
-        assert [path for path, _ in server.requests] == ["/repo/shop-1.4.0.yaml"]
+        assert [path for path, _headers in server.requests] == ["/repo/shop-1.4.0.yaml"]
         # a damaged cache entry is not trusted: downloaded again
         with open(first, "wb") as handle:
             handle.write(b"garbage")
