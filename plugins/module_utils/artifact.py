@@ -17,6 +17,7 @@ as HTTP basic authentication (never to a host a redirect leads to) and never app
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import os
 import re
@@ -194,10 +195,38 @@ def _check_member(member, source):
     return "/".join(parts)
 
 
+class _GzipTar:
+    """A streamed tar read through gzip.GzipFile: Python 3.11's own "r|gz" reader mis-reads gzip headers that
+    carry an extra field, which is exactly what ``helm package`` writes."""
+
+    def __init__(self, path):
+        self._raw = open(path, "rb")  # pylint: disable=consider-using-with
+        self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        try:
+            self.tar = tarfile.open(fileobj=self._gz, mode="r|", encoding="utf-8")  # pylint: disable=consider-using-with
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self):
+        return self.tar
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        for handle in (getattr(self, "tar", None), self._gz, self._raw):
+            if handle is not None:
+                try:
+                    handle.close()
+                except (OSError, EOFError, tarfile.TarError, zlib.error):
+                    pass
+
+
 def _open_tar(path):
     label = os.path.basename(path)
     try:
-        return tarfile.open(path, mode="r|gz", encoding="utf-8")
+        return _GzipTar(path)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
         raise ArtifactError("is not a valid .tar.gz: %s" % _reason(err), subject=label,
                             hint="rebuild the archive with tar czf (or helm package) and " + _REPUBLISH) from None

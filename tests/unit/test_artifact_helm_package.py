@@ -1,0 +1,31 @@
+"""Real `helm package` output (gzip header with an extra field and a comment) is read as a chart."""
+
+import glob
+import os
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import CHART, detect, extract_chart
+from tests.helpers import CHARTS
+
+PACKAGES = sorted(glob.glob(os.path.join(CHARTS, "*.tgz")))
+
+
+def test_there_are_helm_packages():
+    assert len(PACKAGES) >= 4
+
+
+@pytest.mark.parametrize("path", PACKAGES, ids=os.path.basename)
+def test_helm_packages_are_detected_and_extracted(path, tmp_path):
+    with open(path, "rb") as f:
+        header = f.read(4)
+    assert header[:2] == b"\x1f\x8b"
+    assert detect(path) == CHART
+    chart_dir = extract_chart(path, str(tmp_path))
+    assert os.path.isfile(os.path.join(chart_dir, "Chart.yaml"))
+
+
+def test_manent_sample_carries_a_gzip_extra_field():
+    with open(os.path.join(CHARTS, "manent-sample-0.1.0.tgz"), "rb") as f:
+        flags = f.read(4)[3]
+    assert flags & 0x04, "helm package writes FEXTRA; this is the case Python 3.11's r|gz reader gets wrong"
