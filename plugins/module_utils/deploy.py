@@ -314,7 +314,7 @@ class Deployer:
         if current is None:
             raise ManentError("no release in service to roll back from", subject="history %s" % namespace,
                               hint="deploy first; rollback needs a release in history")
-        target = to_version or current.get("replaced")
+        target = to_version or (store.locator() or {}).get("replaced")
         if not target:
             raise ManentError("release %s replaced nothing: there is no previous release" % current["version"],
                               subject="history %s" % namespace, hint="name a version with rollback_to")
