@@ -48,7 +48,14 @@ integration: venv tools collection-link ## integration tests (start the clusters
 
 test: venv tools collection-link ## every test: unit, integration against real local clusters, lint, build
 	$(VPY) -m pytest tests -q -p no:cacheprovider
-	$(MAKE) --no-print-directory lint build
+	$(MAKE) --no-print-directory sanity lint build
+
+SANITY_DIR := $(ROOT)/.build/sanity/ansible_collections/manent/kubernetes
+sanity: venv ## ansible-test sanity on a copy of the tracked files (the layout ansible-test needs)
+	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(SANITY_DIR)
+	mkdir -p $(HOME)/.ansible/test/cache && cp hack/ansible-test-pip-shim.py $(HOME)/.ansible/test/cache/get_pip_24_2.py
+	cd $(SANITY_DIR) && git init -q . && git add -A && $(VENV)/bin/ansible-test sanity --python 3.11 --color no
 
 lint: venv collection-link ## ansible-lint (production profile)
 	cd $(ROOT) && $(VENV)/bin/ansible-lint --profile production --offline -q roles playbooks examples
