@@ -5,8 +5,9 @@
 
 Per object: read the live object, apply with field manager ``manent`` (dry-run in check mode),
 and decide the action from what the server returned: ``created`` (it did not exist),
-``unchanged`` (same resourceVersion: the server wrote nothing; in dry-run, the normalized result
-equals the live object), ``configured`` otherwise. Conflicts with other field managers are taken
+``unchanged`` (same resourceVersion: the server wrote nothing; or the normalized result equals the
+live object: only server-managed fields such as status differ, as in every dry-run of a no-op),
+``configured`` otherwise, ``recreated`` when a delete policy deleted it first. Conflicts with other field managers are taken
 over by default (``force``, like Flux and Argo CD) and reported per object; with ``force: false``
 a conflict is an error naming the fields and managers. Delete policies (before-creation,
 before-creation-if-immutable) recreate objects. The server's Warning headers are kept per object.
@@ -124,14 +125,14 @@ class Applier:
     def apply_one(self, obj, phase="upgrade"):
         started = time.monotonic()
         subject = ref(obj)
-        live = self.get(obj)
+        live = before = self.get(obj)
         policies = lifecycle.delete_policies(obj)
         recreated = False
         if live is not None and lifecycle.BEFORE_CREATION in policies:
             if self.options.dry_run:
                 return Change(subject, RECREATED, reason="delete-policy before-creation",
                               seconds=time.monotonic() - started)
-            self.delete(live, wait=True)
+            self.delete(live, wait=True, propagation=lifecycle.delete_propagation(obj), uid=_uid(live))
             live, recreated = None, True
         try:
             resp, takeovers = self._apply_with_conflicts(obj)
@@ -146,7 +147,7 @@ class Applier:
                 if self.options.dry_run:
                     return Change(subject, RECREATED, reason="immutable field changed: would recreate",
                                   seconds=time.monotonic() - started)
-                self.delete(live, wait=True)
+                self.delete(live, wait=True, propagation=lifecycle.delete_propagation(obj), uid=_uid(live))
                 resp, takeovers = self._apply_with_conflicts(obj)
                 live, recreated = None, True
             else:
@@ -156,36 +157,45 @@ class Applier:
             action = RECREATED
         elif live is None:
             action = CREATED
-        elif self.options.dry_run:
-            action = UNCHANGED if same(live, result) else CONFIGURED
         else:
-            same_rv = (live.get("metadata") or {}).get("resourceVersion") == \
+            # the server wrote nothing (same resourceVersion), or only fields it manages itself changed since
+            # the read (a controller wrote status in between): unchanged. Dry-run results carry no new version.
+            same_rv = not self.options.dry_run and (live.get("metadata") or {}).get("resourceVersion") == \
                 (result.get("metadata") or {}).get("resourceVersion")
-            action = UNCHANGED if same_rv else CONFIGURED
+            action = UNCHANGED if same_rv or same(live, result) else CONFIGURED
         change = Change(subject, action, warnings=list(resp.warnings), takeovers=takeovers)
         if takeovers:
             change.reason = "took over %s" % ", ".join("%(field)s from %(manager)s" % t for t in takeovers)
         if self.options.diff and action != UNCHANGED:
-            change.diff = diff_entry(live, result, subject, self.options.salt)
+            change.diff = diff_entry(before, result, subject, self.options.salt)
         change.seconds = time.monotonic() - started
         return change
 
-    def delete(self, obj, wait=True, propagation=None):
-        """Delete one object (by its served apiVersion); absent is not an error. Returns True if it existed."""
+    def delete(self, obj, wait=True, propagation=None, uid=None):
+        """Delete one object (by its served apiVersion); absent is not an error. Returns True if it existed.
+
+        The options travel in the DeleteOptions body (the API server ignores the query parameters when a
+        body is sent): propagation, dryRun in check mode, and with ``uid`` a precondition so that only the
+        object that was read is deleted. ``wait`` waits until it is gone (or replaced by a new object).
+        """
         subject = ref(obj)
         policy = propagation or lifecycle.delete_propagation(obj)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy}
         query = {"propagationPolicy": policy}
+        if uid:
+            body["preconditions"] = {"uid": uid}
         if self.options.dry_run:
+            body["dryRun"] = ["All"]
             query["dryRun"] = "All"
         try:
-            self.kube.request("DELETE", self._path(obj), query=query, subject=subject,
-                              body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy})
+            self.kube.request("DELETE", self._path(obj), query=query, subject=subject, body=body)
         except NotFoundError:
             return False
         if wait and not self.options.dry_run:
             deadline = time.monotonic() + self.options.delete_timeout
             while time.monotonic() < deadline:
-                if self.get(obj) is None:
+                live = self.get(obj)
+                if live is None or (uid and (live.get("metadata") or {}).get("uid") != uid):
                     return True
                 time.sleep(0.25)
             raise ApplyError("was not deleted within %ss (finalizers?)" % self.options.delete_timeout,
@@ -321,6 +331,10 @@ def conflict_error(obj, takeovers):
         status=409, reason="Conflict", subject=ref(obj),
         hint="another field manager owns these fields: remove them from the manifest, change them with their "
              "owner, or let manent take them over (force_conflicts: true)")
+
+
+def _uid(obj):
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _named(obj, exc):

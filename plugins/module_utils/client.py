@@ -44,6 +44,8 @@ except ImportError as exc:  # pragma: no cover - reported by the modules
 
 IN_CLUSTER_TOKEN = "file:/var/run/secrets/kubernetes.io/serviceaccount/token"
 TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
+# 500s that are the request's fault, not the server's: retrying cannot help.
+PERMANENT_500_MESSAGES = ("failed to create typed patch object", "field not declared in schema")
 USER_AGENT = "manent.kubernetes/0.1"
 
 
@@ -166,7 +168,7 @@ def error_from_status(status, body, subject=None, retry_after=None):
         message = str(body)[:500]
     if not message:
         message = "HTTP %s" % status
-    transient = status in TRANSIENT_STATUSES
+    transient = status in TRANSIENT_STATUSES and not any(text in message for text in PERMANENT_500_MESSAGES)
     hint = None
     if status == 401:
         hint = "the credentials were not accepted: check the token or client certificate of this target"

@@ -27,8 +27,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApplyError, ManentError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, namespace_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
+    ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION)
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
+    key_of, namespace_of, ref, split_api_version)
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
     TIER_CRDS, TIER_NAMESPACES, sort_for_delete, tiers)
 from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, wait_for
@@ -287,22 +289,21 @@ class Deployer:
         removed apiVersion)."""
         if self.discovery.served(obj["apiVersion"], obj["kind"]):
             return obj
-        group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
+        group = split_api_version(obj["apiVersion"])[0]
         entry = apiversions.lookup(obj["apiVersion"], obj["kind"])
-        candidates = []
-        for g in {group, (entry.replacement or "").split("/")[0] if entry and entry.replacement and
-                  "/" in entry.replacement else group}:
-            kind = entry.new_kind if entry and g != group else obj["kind"]
-            candidates.extend("%s/%s" % (g, v) if g else v for v in self.discovery.versions_of(g, kind))
+        groups = [group]
+        if entry and entry.replacement and not entry.replacement_kind:  # a moved kind is the same object
+            moved = split_api_version(entry.replacement)[0]
+            if moved != group:
+                groups.append(moved)
+        candidates = ["%s/%s" % (g, v) if g else v for g in groups for v in self.discovery.versions_of(g, obj["kind"])]
         chosen = apiversions.delete_api_version(group, obj["kind"], candidates)
         if not chosen:
-            raise ApplyError("cannot delete: the cluster serves no version of %s %s" % (obj["apiVersion"],
-                                                                                     obj["kind"]),
+            raise ApplyError("cannot delete: the cluster serves no version of %s %s"
+                             % (obj["apiVersion"], obj["kind"]),
                              subject=ref(obj), hint="delete it by hand, or rewrite the stored history")
         out = dict(obj)
         out["apiVersion"] = chosen
-        if entry and entry.replacement_kind:
-            out["kind"] = entry.new_kind
         return out
 
     # ------------------------------------------------------------------ rollback

@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils import apiversio
 from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import (
     CHART, detect, read_manifests, verify)
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Resource
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse_files, validate_object
@@ -132,6 +133,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
     problems = _Problems()
     seen = {}
     objects, sources = [], []
+    defined = BundleKinds(discovery, [obj for obj, _source in docs])
     for obj, source in docs:
         try:
             validate_object(obj, source)
@@ -139,8 +141,8 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
             problems.add(str(exc))
             continue
         subject = "%s %s" % (source, ref(obj))
-        _check_api(obj, subject, discovery, cluster_version, problems, warnings)
-        res = discovery.find(obj["apiVersion"], obj["kind"])
+        _check_api(obj, subject, defined, cluster_version, problems, warnings)
+        res = defined.find(obj["apiVersion"], obj["kind"])
         if res is not None:
             meta = obj["metadata"]
             if res.namespaced and not meta.get("namespace"):
@@ -173,6 +175,37 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                             "sha256": options.artifact_sha256,
                             "type": "chart" if detect_is_chart(path) else "manifests"},
                   hooks_skipped=list(hooks_skipped), warnings=warnings)
+
+
+class BundleKinds:
+    """Discovery plus the kinds that the bundle's own CustomResourceDefinitions will serve (a CRD and its
+    resources may come in one artifact: the CRD is applied and Established first)."""
+
+    def __init__(self, discovery, objects):
+        self.discovery = discovery
+        self.crd_kinds = {}
+        for obj in objects:
+            if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
+                continue
+            if not str(obj.get("apiVersion", "")).startswith("apiextensions.k8s.io/"):
+                continue
+            spec = obj.get("spec") or {}
+            group = spec.get("group") or ""
+            kind = (spec.get("names") or {}).get("kind") or ""
+            plural = (spec.get("names") or {}).get("plural") or ""
+            namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+            for v in spec.get("versions") or []:
+                if isinstance(v, dict) and v.get("served", True) and v.get("name"):
+                    self.crd_kinds[("%s/%s" % (group, v["name"]), kind)] = Resource(
+                        group, v["name"], kind, plural, namespaced, [])
+
+    def find(self, api_version, kind):
+        return self.discovery.find(api_version, kind) or self.crd_kinds.get((api_version, kind))
+
+    def versions_of(self, group, kind):
+        found = set(self.discovery.versions_of(group, kind))
+        found.update(r.version for r in self.crd_kinds.values() if r.group == group and r.kind == kind)
+        return sorted(found)
 
 
 def detect_is_chart(path):

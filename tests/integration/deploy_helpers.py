@@ -22,7 +22,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils import history_c
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery, resource_path
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
@@ -136,15 +136,23 @@ def actions(result):
 # --------------------------------------------------------------------------- cluster state
 
 
-NAMESPACED_KINDS = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("apps/v1", "Deployment"),
-                    ("apps/v1", "ReplicaSet"), ("batch/v1", "Job"), ("v1", "Pod"), ("v1", "ServiceAccount"))
+SKIPPED_KINDS = {("", "Event"), ("events.k8s.io", "Event")}  # written by controllers all the time
 
 
-def versions(cluster, namespace, kinds=NAMESPACED_KINDS):
-    """{Kind/name: resourceVersion} of every object of ``kinds`` in ``namespace``."""
+def versions(cluster, namespace):
+    """{Kind.group/name: resourceVersion} of every object of every listable namespaced kind in ``namespace``
+    (events excepted), read through a fresh discovery so CRDs created meanwhile are included."""
     out = {}
-    for api_version, kind in kinds:
-        for item in cluster.list(api_version, kind, namespace):
+    seen = set()
+    for res in Discovery(cluster.kube).resources().values():
+        if not res.namespaced or "list" not in res.verbs or (res.group, res.kind) in SKIPPED_KINDS:
+            continue
+        if (res.group, res.kind) in seen:
+            continue
+        seen.add((res.group, res.kind))
+        path = resource_path(res, namespace)
+        for item in cluster.kube.get_json(path).get("items", []):
+            kind = "%s.%s" % (res.kind, res.group) if res.group else res.kind
             out["%s/%s" % (kind, item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
     return out
 
@@ -193,9 +201,15 @@ class Recording:
         return getattr(self._kube, name)
 
     def request(self, method, path, **kw):
-        query = kw.get("query") or {}
+        query = dict(kw.get("query") or {})
+        body = kw.get("body")
+        if method == "DELETE" and body:
+            # with a DeleteOptions body the server reads dryRun from the body only, never from the query
+            query.pop("dryRun", None)
+            if isinstance(body, dict) and body.get("dryRun"):
+                query["dryRun"] = body["dryRun"]
         with self._lock:
-            self.calls.append((method, path, dict(query)))
+            self.calls.append((method, path, query))
             if method == "PATCH":
                 self.in_flight += 1
                 self.peak = max(self.peak, self.in_flight)

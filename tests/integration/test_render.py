@@ -3,6 +3,7 @@
 import hashlib
 import os
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -183,7 +184,8 @@ def test_chart_render_equals_helm_template_with_cluster_capabilities(cluster, tm
 def test_ansible_doc_shows_every_module(inventory_path):
     env = dict(os.environ)
     for module in ("manent_render", "manent_apply", "manent_history"):
-        out = subprocess.run(["ansible-doc", "manent.kubernetes.%s" % module], capture_output=True, text=True,
+        ansible_doc = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
+        out = subprocess.run([ansible_doc, "manent.kubernetes.%s" % module], capture_output=True, text=True,
                              env=env, check=False)
         assert out.returncode == 0, out.stderr
         assert "EXAMPLES:" in out.stdout and "RETURN VALUES:" in out.stdout and "api_server" in out.stdout

@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""Helm/Nelm lifecycle annotations on real API servers (SPEC §13, issue 7): delete policies of Jobs,
+deploy-on install, delete propagation of prune, keep/anyone through prune and rollback."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from tests.integration import deploy_helpers as h
+from tests.integration.deploy_helpers import actions, configmap, job
+
+pytestmark = pytest.mark.integration
+
+
+def _uid(cluster, namespace, name, kind="Job", api_version="batch/v1"):
+    obj = cluster.get(api_version, kind, namespace, name)
+    return None if obj is None else obj["metadata"]["uid"]
+
+
+def _job_done(cluster, namespace, name):
+    j = cluster.get("batch/v1", "Job", namespace, name)
+    return j and (j.get("status") or {}).get("succeeded") == 1
+
+
+def test_changed_job_is_recreated_and_unchanged_job_left_alone(cluster, namespace, tmp_path):
+    first = h.deploy(cluster, tmp_path, [job("migrate", command="-v"), configmap("cfg", v="1")], namespace,
+                     version="1")
+    assert actions(first) == {"Job/%s/migrate" % namespace: "created", "ConfigMap/%s/cfg" % namespace: "created"}
+    uid = _uid(cluster, namespace, "migrate")
+    cluster.wait(lambda: _job_done(cluster, namespace, "migrate"), timeout=30, what="job succeeded")
+    rv = cluster.get("batch/v1", "Job", namespace, "migrate")["metadata"]["resourceVersion"]
+
+    # the Job is the same in release 2: not touched (same uid, same resourceVersion)
+    second = h.deploy(cluster, tmp_path, [job("migrate", command="-v"), configmap("cfg", v="2")], namespace,
+                      version="2")
+    assert actions(second) == {"Job/%s/migrate" % namespace: "unchanged", "ConfigMap/%s/cfg" % namespace: "configured"}
+    live = cluster.get("batch/v1", "Job", namespace, "migrate")
+    assert live["metadata"]["uid"] == uid and live["metadata"]["resourceVersion"] == rv
+
+    # its pod template changed in release 3: immutable, so deleted and created again (default policy)
+    third = h.deploy(cluster, tmp_path, [job("migrate", command="-version"), configmap("cfg", v="2")], namespace,
+                     version="3")
+    change = {c.subject: c for c in third.changes}["Job/%s/migrate" % namespace]
+    assert change.action == "recreated"
+    live = cluster.get("batch/v1", "Job", namespace, "migrate")
+    assert live["metadata"]["uid"] != uid
+    assert live["spec"]["template"]["spec"]["containers"][0]["command"] == ["/pause", "-version"]
+    assert third.changed is True
+    cluster.wait(lambda: _job_done(cluster, namespace, "migrate"), timeout=30, what="new job succeeded")
+
+
+def test_before_creation_job_runs_again_on_an_unchanged_redeploy(cluster, namespace, tmp_path):
+    objects = [job("migrate", command="-v", annotations={"werf.io/delete-policy": "before-creation"})]
+    first = h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    assert actions(first) == {"Job/%s/migrate" % namespace: "created"}
+    uid = _uid(cluster, namespace, "migrate")
+    cluster.wait(lambda: _job_done(cluster, namespace, "migrate"), timeout=30, what="job succeeded")
+
+    rerun = h.deploy(cluster, tmp_path, objects, namespace, version="1")  # same artifact, same version
+    assert actions(rerun) == {"Job/%s/migrate" % namespace: "recreated"}
+    assert rerun.changed is True and rerun.history == {}
+    new_uid = _uid(cluster, namespace, "migrate")
+    assert new_uid and new_uid != uid
+    cluster.wait(lambda: _job_done(cluster, namespace, "migrate"), timeout=30, what="job ran again")
+
+
+def test_install_only_object_is_applied_once_then_left_alone(cluster, namespace, tmp_path):
+    seed = {"werf.io/deploy-on": "install", "werf.io/ownership": "anyone"}
+    first = h.deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="initial"), configmap("app", v="1")],
+                     namespace, version="1")
+    assert first.phase == "install"
+    assert actions(first) == {"ConfigMap/%s/seed" % namespace: "created", "ConfigMap/%s/app" % namespace: "created"}
+    before = cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"]
+
+    second = h.deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="changed"),
+                                          configmap("app", v="2")], namespace, version="2", prune=True)
+    assert second.phase == "upgrade"
+    assert actions(second) == {"ConfigMap/%s/seed" % namespace: "skipped", "ConfigMap/%s/app" % namespace: "configured"}
+    assert second.skipped == ["ConfigMap/%s/seed (deploy-on: not in upgrade)" % namespace]
+    assert second.pruned == []
+    live = cluster.get("v1", "ConfigMap", namespace, "seed")
+    assert live["data"] == {"value": "initial"} and live["metadata"]["resourceVersion"] == before
+
+    # even when it leaves the artifact: ownership anyone keeps it from being pruned
+    third = h.deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
+    assert third.pruned == []
+    assert cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"] == before
+
+
+def _replicaset(name, replicas=2):
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "annotations": {"werf.io/delete-propagation": "Orphan"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"rs": name}},
+                     "template": {"metadata": {"labels": {"rs": name}},
+                                  "spec": {"containers": [{"name": "app", "image": h.PAUSE}]}}}}
+
+
+def test_orphan_propagation_leaves_the_pods_of_a_pruned_replicaset(cluster, namespace, tmp_path):
+    h.deploy(cluster, tmp_path, [_replicaset("legacy"), configmap("cfg", v="1")], namespace, version="1")
+    pods = cluster.wait(lambda: [p for p in cluster.list("v1", "Pod", namespace, "rs=legacy")
+                                 if p["metadata"].get("ownerReferences")][:2]
+                        if len(cluster.list("v1", "Pod", namespace, "rs=legacy")) == 2 else None,
+                        timeout=30, what="two pods of the ReplicaSet")
+    uids = sorted(p["metadata"]["uid"] for p in pods)
+
+    result = h.deploy(cluster, tmp_path, [configmap("cfg", v="1")], namespace, version="2", prune=True)
+    assert result.pruned == ["ReplicaSet/%s/legacy" % namespace]
+    cluster.wait(lambda: cluster.get("apps/v1", "ReplicaSet", namespace, "legacy") is None, timeout=30,
+                 what="ReplicaSet deleted")
+
+    def orphaned():
+        left = cluster.list("v1", "Pod", namespace, "rs=legacy")
+        return left if all(not p["metadata"].get("ownerReferences") for p in left) else None
+
+    left = cluster.wait(orphaned, timeout=30, what="pods orphaned")
+    assert sorted(p["metadata"]["uid"] for p in left) == uids
+    assert all(not p["metadata"].get("deletionTimestamp") for p in left)
+
+
+def test_keep_and_anyone_objects_survive_a_rollback_with_prune(cluster, namespace, tmp_path):
+    h.deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1")
+    second = h.deploy(cluster, tmp_path, [
+        configmap("app", v="2"), configmap("added", v="2"),
+        configmap("added-keep", annotations={"helm.sh/resource-policy": "keep"}, v="2"),
+        configmap("added-anyone", annotations={"manent.io/ownership": "anyone"}, v="2")], namespace, version="2")
+    assert second.status == "deployed"
+
+    def bundle_factory(version, meta, objects):
+        return Bundle(release=Release(h.KEY, version=version, deployment=meta.get("deployment", "")),
+                      namespace=namespace, objects=objects, sources=[],
+                      artifact={"sha256": meta.get("artifactSha256", "")})
+
+    result = h.deployer(cluster, prune=True).rollback(namespace, h.KEY, bundle_factory=bundle_factory)
+    assert result.status == "rolled-back" and result.phase == "rollback"
+    assert result.pruned == ["ConfigMap/%s/added" % namespace]
+    assert actions(result) == {
+        "ConfigMap/%s/app" % namespace: "configured", "ConfigMap/%s/added" % namespace: "deleted",
+        "ConfigMap/%s/added-keep" % namespace: "skipped", "ConfigMap/%s/added-anyone" % namespace: "skipped"}
+    assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "1"}
+    assert cluster.get("v1", "ConfigMap", namespace, "added") is None
+    assert cluster.get("v1", "ConfigMap", namespace, "added-keep") is not None
+    assert cluster.get("v1", "ConfigMap", namespace, "added-anyone") is not None
+    assert h.locator(cluster, namespace)["version"] == "1"
+    assert h.record_status(cluster, namespace, "2") == "rolled-back"
