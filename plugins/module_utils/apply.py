@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
-from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry, same
+from ansible_collections.manent.kubernetes.plugins.module_utils.diff import scrub_secret_values, diff_entry, same
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, ApplyError, ConflictError, ManentError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import FIELD_MANAGER
@@ -338,5 +338,5 @@ def _uid(obj):
 
 
 def _named(obj, exc):
-    text = str(exc)
+    text = scrub_secret_values(obj, str(exc))
     return text if text.startswith(ref(obj)) else "%s apply failed: %s" % (ref(obj), text)

@@ -11,6 +11,7 @@ diffs, results and errors never carry secret values.
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 
@@ -86,3 +87,26 @@ def diff_entry(before, after, subject, salt):
 
 def same(before, after):
     return normalize(before) == normalize(after)
+
+
+def scrub_secret_values(obj, text):
+    """``text`` (e.g. an API error about obj) with every value of a Secret's data/stringData replaced, in
+    plain and base64 form: the API server quotes invalid values in its messages."""
+    if not is_secret(obj) or not text:
+        return text
+    values = set()
+    for field in ("data", "stringData"):
+        for value in (obj.get(field) or {}).values():
+            if isinstance(value, str) and len(value) >= 3:
+                values.add(value)
+                if field == "stringData":
+                    values.add(base64.b64encode(value.encode()).decode())
+                else:
+                    try:
+                        values.add(base64.b64decode(value, validate=True).decode())
+                    except (ValueError, UnicodeDecodeError):
+                        pass
+    for value in sorted(values, key=len, reverse=True):
+        if len(value) >= 3:
+            text = text.replace(value, REDACTED)
+    return text

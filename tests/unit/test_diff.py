@@ -98,3 +98,17 @@ def test_diff_entry_of_created_and_deleted_objects(before, after, headers):
     assert (entry["before_header"], entry["after_header"]) == headers
     assert (entry["before"] == "") is (before is None)
     assert (entry["after"] == "") is (after is None)
+
+
+def test_secret_values_are_scrubbed_from_error_messages():
+    from ansible_collections.manent.kubernetes.plugins.module_utils.diff import scrub_secret_values
+    import base64
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+              "data": {"a": base64.b64encode(b"hunter2-password").decode()}, "stringData": {"b": "tok-123456"}}
+    message = ('Secret "s" is invalid: data[a]: Invalid value: "%s" (%s); stringData[b]: "tok-123456" / %s'
+               % (secret["data"]["a"], "hunter2-password", base64.b64encode(b"tok-123456").decode()))
+    scrubbed = scrub_secret_values(secret, message)
+    for leaked in ("hunter2-password", secret["data"]["a"], "tok-123456", base64.b64encode(b"tok-123456").decode()):
+        assert leaked not in scrubbed
+    assert scrubbed.count("<redacted>") == 4
+    assert scrub_secret_values({"kind": "ConfigMap", "apiVersion": "v1", "data": {"a": "xyz1"}}, "xyz1") == "xyz1"
