@@ -1,0 +1,128 @@
+"""Release history through whole deploys on a real cluster (SPEC §8, issue "manent_history")."""
+
+import base64
+import os
+import threading
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, LockedError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from tests.integration.deploy_helpers import (
+    KEY, configmap, deploy, deployer, deployment, history_configmaps, locator, record_status, render_bundle,
+    versions)
+
+pytestmark = pytest.mark.integration
+OTHER = ReleaseKey(application="billing", artifact="billing", environment="test")
+
+
+def release(version):
+    """v1: web + a; v2: web (new image) + b; v3: web (newer image) + b + c."""
+    objs = {
+        "1": [deployment("web", image="registry.k8s.io/pause:3.9"), configmap("a", v="1")],
+        "2": [deployment("web", image="registry.k8s.io/pause:3.10"), configmap("b", v="2")],
+        "3": [deployment("web", image="registry.k8s.io/pause:3.10", replicas=2), configmap("b", v="3"),
+              configmap("c", v="3")],
+    }[version]
+    return objs
+
+
+def live_specs(cluster, ns):
+    d = cluster.get("apps/v1", "Deployment", ns, "web")
+    cms = {cm["metadata"]["name"]: cm.get("data") for cm in cluster.list("v1", "ConfigMap", ns)
+           if cm["metadata"]["name"] in ("a", "b", "c")}
+    return d["spec"]["replicas"], d["spec"]["template"]["spec"]["containers"][0]["image"], cms
+
+
+def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
+    deploy(cluster, tmp_path, [configmap("billing-cfg", v="x")], namespace, version="9.9.9", key=OTHER,
+           keep_releases=2)
+    other_before = history_configmaps(cluster, namespace, OTHER)
+    for v in ("1", "2", "3"):
+        r = deploy(cluster, tmp_path, release(v), namespace, version=v + ".0.0", prune=True, keep_releases=2,
+                   wait_timeout=60)
+        assert r.status == "deployed"
+    names = set(history_configmaps(cluster, namespace))
+    assert hc.record_name(KEY, "1.0.0") not in names, "v1's record is beyond keep_releases=2"
+    assert {hc.record_name(KEY, "2.0.0"), hc.record_name(KEY, "3.0.0"), hc.locator_name(KEY)} <= names
+    assert history_configmaps(cluster, namespace, OTHER) == other_before, "another application's history untouched"
+    assert record_status(cluster, namespace, "2.0.0") == "superseded"
+    assert live_specs(cluster, namespace) == (2, "registry.k8s.io/pause:3.10", {"b": {"v": "3"}, "c": {"v": "3"}})
+
+    def factory(version, meta, objects):
+        return Bundle(release=Release(KEY, version, meta.get("deployment", "")), namespace=namespace,
+                      objects=objects, sources=[], artifact={})
+
+    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY, bundle_factory=factory)
+
+    assert result.status == "rolled-back" and result.release == "2.0.0" and result.previous == "3.0.0"
+    assert result.pruned == ["ConfigMap/%s/c" % namespace]
+    assert live_specs(cluster, namespace) == (1, "registry.k8s.io/pause:3.10", {"b": {"v": "2"}})
+    loc = locator(cluster, namespace)
+    assert loc["version"] == "2.0.0"
+    assert record_status(cluster, namespace, "3.0.0") == "rolled-back"
+    assert record_status(cluster, namespace, "2.0.0") == "deployed"
+
+
+def test_concurrent_deploys_of_one_release_key_exactly_one_wins(cluster, namespace, tmp_path):
+    bundles = [render_bundle(cluster, tmp_path, [configmap("race", v=str(i))], namespace, version="1.%d.0" % i)
+               for i in range(2)]
+    outcomes = [None, None]
+    barrier = threading.Barrier(2)
+
+    def run(i):
+        d = deployer(cluster, holder="deploy-%d" % i, wait_timeout=30)
+        barrier.wait()
+        try:
+            outcomes[i] = d.deploy(bundles[i]).status
+        except LockedError as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wins = [o for o in outcomes if o == "deployed"]
+    losses = [o for o in outcomes if isinstance(o, LockedError)]
+    # Both may succeed one after the other only if the first finished before the second asked; with the
+    # barrier they overlap, so exactly one holds the lock and the other is refused at once.
+    assert len(wins) == 1 and len(losses) == 1, outcomes
+    assert "deploy-" in str(losses[0]) and "break_lock" in str(losses[0])
+
+
+def test_killed_deploy_leaves_history_consistent_and_a_rerun_converges(cluster, namespace, tmp_path):
+    deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1.0.0")
+    # A deploy of 2.0.0 killed after it saved its record: lock held by a holder that no longer exists.
+    bundle = render_bundle(cluster, tmp_path, [configmap("app", v="2")], namespace, version="2.0.0")
+    store = HistoryStore(cluster.kube, namespace, KEY, holder="killed-run@ci:4242")
+    store.acquire()
+    store.save_record(bundle.release, bundle.objects, {})
+    assert locator(cluster, namespace)["version"] == "1.0.0", "in service until a rollout succeeds"
+    assert record_status(cluster, namespace, "2.0.0") == "pending"
+
+    with pytest.raises(LockedError) as err:
+        deployer(cluster, holder="rerun").deploy(bundle)
+    assert "killed-run@ci:4242" in str(err.value)
+    assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "1"}, "refused before any change"
+
+    result = deployer(cluster, holder="rerun", break_lock=True).deploy(bundle)
+    assert result.status == "deployed"
+    assert locator(cluster, namespace)["version"] == "2.0.0" and locator(cluster, namespace)["lockHolder"] == ""
+    assert record_status(cluster, namespace, "2.0.0") == "deployed"
+    assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "2"}
+
+
+def test_oversize_release_is_refused_with_no_change(cluster, namespace, tmp_path):
+    deploy(cluster, tmp_path, [configmap("small", v="1")], namespace, version="1.0.0")
+    before = versions(cluster, namespace)
+    # ~1.2 MiB of incompressible data spread over several ConfigMaps (each under the 1 MiB object limit).
+    big = [configmap("big-%d" % i, blob=base64.b64encode(os.urandom(300 * 1024)).decode()) for i in range(3)]
+    bundle = render_bundle(cluster, tmp_path, big + [configmap("small", v="2")], namespace, version="2.0.0")
+    with pytest.raises(HistoryError) as err:
+        deployer(cluster).deploy(bundle)
+    assert "900" in str(err.value) or "KiB" in str(err.value)
+    assert versions(cluster, namespace) == before
