@@ -161,8 +161,8 @@ def test_chart_render_equals_helm_template_with_cluster_capabilities(cluster, tm
             "--kube-version", cluster.kube.version()[2], "--set", "manent.slot="]
     for v in cluster.discovery.api_versions():
         args += ["--api-versions", v]
-    out = subprocess.run(args, capture_output=True, text=True, check=True, env={"HOME": str(tmp_path),
-                                                                            "PATH": "/usr/bin:/bin"}).stdout
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(args, capture_output=True, text=True, check=True, env=env).stdout
     theirs = [d for d in yaml.safe_load_all(out) if d and "helm.sh/hook" not in
               (d.get("metadata", {}).get("annotations") or {})]
     # What manent adds, applied to helm's own output: labels/annotations, and the default namespace.
@@ -176,9 +176,12 @@ def test_chart_render_equals_helm_template_with_cluster_capabilities(cluster, tm
         o = yaml.safe_load(yaml.safe_dump(o))
         o["metadata"]["annotations"].pop("manent.io/source", None)
         ours.append(o)
-    key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
     assert len(ours) == len(theirs) >= 5
-    assert sorted(ours, key=key) == sorted(theirs, key=key)
+    assert sorted(ours, key=_kind_name) == sorted(theirs, key=_kind_name)
+
+
+def _kind_name(obj):
+    return obj["kind"], obj["metadata"]["name"]
 
 
 def test_ansible_doc_shows_every_module(inventory_path):

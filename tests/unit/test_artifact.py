@@ -236,8 +236,8 @@ def test_read_archive_manifests_in_byte_order_of_name(tmp_path):
     members = [{"name": "a", "type": "dir"}] + [{"name": n, "data": "name: %s\n" % n} for n in names]
     members[names.index("._a.yaml") + 1]["data"] = b"\x00\x05\x16\x07\xff"
     result = artifact.read_archive_manifests(make_targz(tmp_path / "m.tar.gz", members))
-    assert [name for name, _text in result] == ["B.json", "UPPER.YAML", "_x.yaml", "a.yaml", "a/z.yml", "b.yaml",
-                                            "ä.yaml"]
+    assert [name for name, _text in result] == [
+        "B.json", "UPPER.YAML", "_x.yaml", "a.yaml", "a/z.yml", "b.yaml", "ä.yaml"]
     assert dict(result)["a/z.yml"] == "name: a/z.yml\n"
 
 
