@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""Run the collection's playbooks with ``ansible-playbook`` (a real subprocess, from the repository root so
+its ansible.cfg applies) and read what they leave behind: the PLAY RECAP, the summary file and the state of
+the namespace in each cluster."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOKS = os.path.join(ROOT, "playbooks")
+SHOP = os.path.join(ROOT, "examples", "artifacts", "shop.yaml")
+SHOP_SECRET = "not-a-real-key-but-still-secret"  # stringData of the Secret in examples/artifacts/shop.yaml
+PAUSE = "registry.k8s.io/pause:3.10"
+
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"
+                   r"\s+rescued=(\d+)\s+ignored=(\d+)", re.MULTILINE)
+RECAP_FIELDS = ("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored")
+# What a namespace holds after a deploy of the samples: compared by resourceVersion to prove "no change".
+WATCHED = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("apps/v1", "Deployment"))
+
+
+@dataclass
+class Run:
+    """One finished ansible-playbook run."""
+
+    args: list
+    rc: int
+    output: str
+    summary_file: str
+
+    @property
+    def recap(self):
+        """{host: {ok, changed, unreachable, failed, skipped, rescued, ignored}} from the PLAY RECAP."""
+        return {m.group(1): dict(zip(RECAP_FIELDS, map(int, m.groups()[1:]))) for m in RECAP.finditer(self.output)}
+
+    @property
+    def summary(self):
+        """The per-cluster summary the role wrote (deploy_summary_file), {} when it wrote none."""
+        if not os.path.exists(self.summary_file):
+            return {}
+        with open(self.summary_file, encoding="utf-8") as handle:
+            return json.load(handle)
+
+    def explain(self):
+        return "ansible-playbook %s -> rc=%d\n%s" % (" ".join(self.args), self.rc, self.output[-12000:])
+
+
+def sha256(path):
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def artifact(name, version, path, **extra):
+    """The artifact descriptor of a local file (SPEC §1)."""
+    out = {"type": "kubernetes", "name": name, "version": version, "source": path, "sha256": sha256(path)}
+    out.update(extra)
+    return out
+
+
+def write_manifest(path, objects):
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump_all(objects, handle, sort_keys=False)
+    return path
+
+
+def base_vars(tmp_path, namespace, **overrides):
+    """Role variables every test run shares: a fresh cache/work dir, fast polling, all clusters of a wave at
+    once and a summary file."""
+    out = {
+        "deploy_namespace": namespace,
+        "deploy_environment": "test",
+        "deploy_wait_timeout": "60s",
+        "deploy_parallel": 3,
+        "deploy_poll_interval": 1,
+        "deploy_cache_dir": str(tmp_path / "cache"),
+        "deploy_work_dir": str(tmp_path / "work"),
+        "deploy_summary_file": str(tmp_path / "summary.json"),
+    }
+    out.update(overrides)
+    return out
+
+
+def shop_vars(tmp_path, namespace, version, greeting, replicas="2", **overrides):
+    return base_vars(tmp_path, namespace, deploy_application="shop",
+                     deploy_artifact=artifact("shop", version, SHOP),
+                     deploy_variables={"REPLICAS": replicas, "GREETING": greeting}, **overrides)
+
+
+def run_playbook(name, inventory, extra_vars, tmp_path, limit=None, check=False, diff=False, verbosity=0,
+                 env=None, timeout=600):
+    """Run playbooks/<name>.yml; extra variables go through a JSON file (-e @file), like Tower's extra vars."""
+    os.makedirs(str(tmp_path), exist_ok=True)
+    summary = extra_vars.get("deploy_summary_file") or str(tmp_path / "summary.json")
+    if os.path.exists(summary):
+        os.unlink(summary)
+    vars_file = str(tmp_path / "extra-vars.json")
+    with open(vars_file, "w", encoding="utf-8") as handle:
+        json.dump(extra_vars, handle)
+    args = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+            os.path.join(PLAYBOOKS, name + ".yml"), "-e", "@" + vars_file]
+    if limit:
+        args += ["-l", limit]
+    if check:
+        args.append("--check")
+    if diff:
+        args.append("--diff")
+    if verbosity:
+        args.append("-" + "v" * verbosity)
+    run_env = dict(os.environ)
+    run_env.update({"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "PYTHONUNBUFFERED": "1",
+                    "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections")})
+    run_env.update(env or {})
+    proc = subprocess.run(args, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=timeout, check=False)
+    return Run(args=args[1:], rc=proc.returncode, output=proc.stdout + proc.stderr, summary_file=summary)
+
+
+class Vaulted(str):
+    """An Ansible Vault ciphertext, written to YAML as a ``!vault |`` scalar."""
+
+
+def _represent_vaulted(dumper, value):
+    return dumper.represent_scalar("!vault", str(value), style="|")
+
+
+class _InventoryDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+    pass
+
+
+_InventoryDumper.add_representer(Vaulted, _represent_vaulted)
+
+
+def vault_encrypt(value, password):
+    """``value`` encrypted like ``ansible-vault encrypt_string`` does."""
+    from ansible.parsing.vault import VaultLib, VaultSecret  # pylint: disable=import-outside-toplevel
+    return Vaulted(VaultLib([("default", VaultSecret(password.encode()))]).encrypt(value).decode())
+
+
+def write_inventory(clusters_inventory, path, group_vars=None, host_vars=None):
+    """A copy of the clusters' inventory with extra group variables ({group: {var: value}}) and host variables
+    ({host: {var: value}}; Vaulted values become ``!vault`` strings)."""
+    with open(clusters_inventory, encoding="utf-8") as handle:
+        inventory = yaml.safe_load(handle)
+    for group, values in (group_vars or {}).items():
+        target = inventory["all"] if group == "all" else inventory["all"]["children"][group]
+        target.setdefault("vars", {}).update(values)
+    for host, values in (host_vars or {}).items():
+        inventory["all"]["hosts"][host].update(values)
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.dump(inventory, handle, Dumper=_InventoryDumper, sort_keys=False)
+    return path
+
+
+# --------------------------------------------------------------------------- cluster state
+
+
+def resource_versions(cluster, namespace):
+    """{Kind/name: resourceVersion} of everything the samples and the history put in ``namespace``."""
+    out = {}
+    for api_version, kind in WATCHED:
+        for obj in cluster.list(api_version, kind, namespace):
+            name = obj["metadata"]["name"]
+            if kind == "ConfigMap" and name == "kube-root-ca.crt":
+                continue
+            if kind == "Secret" and obj.get("type") == "kubernetes.io/service-account-token":
+                continue
+            out["%s/%s" % (kind, name)] = obj["metadata"]["resourceVersion"]
+    return out
+
+
+def history_configmaps(cluster, namespace, application):
+    selector = "app.kubernetes.io/managed-by=manent,manent.io/application=%s" % application
+    return [cm for cm in cluster.list("v1", "ConfigMap", namespace, selector=selector)
+            if "manent.io/history" in (cm["metadata"].get("labels") or {})]
+
+
+def deployment_ready(cluster, namespace, name):
+    dep = cluster.get("apps/v1", "Deployment", namespace, name)
+    if dep is None:
+        return False
+    want = dep["spec"].get("replicas", 1)
+    status = dep.get("status") or {}
+    return (status.get("observedGeneration") == dep["metadata"]["generation"] and
+            status.get("updatedReplicas", 0) == want and status.get("readyReplicas", 0) == want and
+            status.get("availableReplicas", 0) == want)
+
+
+def secret_values(clusters):
+    """Every value that must never appear in output: the clusters' tokens and the sample Secret's value (plain
+    and base64)."""
+    values = [c.token for c in clusters if c.token]
+    values += [SHOP_SECRET, base64.b64encode(SHOP_SECRET.encode()).decode()]
+    return values

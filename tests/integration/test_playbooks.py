@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""The role manent.kubernetes.deploy and the playbooks, run with ansible-playbook against the real local
+clusters (eu1a + eu1b in region eu-1, us1a in us-1): deploy everywhere, idempotence, check mode, secrets
+kept out of -vvv output, rollback, -l limits, checkpoint divergence, waves stopping after a failed wave, the
+demo. Each test works in its own fresh namespace and asserts on cluster state and on the role's summary."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.helpers import helm_binary
+from tests.integration.playbook_helpers import (
+    PAUSE, ROOT, SHOP, artifact, base_vars, deployment_ready, history_configmaps, resource_versions, run_playbook,
+    secret_values, sha256, shop_vars, vault_encrypt, write_inventory, write_manifest)
+
+ROLE = os.path.join(ROOT, "roles", "deploy")
+
+
+def _yaml(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _by_name(clusters):
+    return {c.name: c for c in clusters}
+
+
+def _greeting(cluster, namespace):
+    cm = cluster.get("v1", "ConfigMap", namespace, "shop-config")
+    return None if cm is None else cm["data"]["greeting"]
+
+
+# --------------------------------------------------------------------------- static checks (no cluster)
+
+
+def test_argument_specs_mirror_defaults():
+    defaults = _yaml(os.path.join(ROLE, "defaults", "main.yml"))
+    specs = _yaml(os.path.join(ROLE, "meta", "argument_specs.yml"))["argument_specs"]
+    options = specs["main"]["options"]
+    role_options = {k: v for k, v in options.items() if k.startswith("deploy_")}
+    assert sorted(role_options) == sorted(defaults)
+    assert {name: spec.get("default") for name, spec in role_options.items()} == defaults
+    for entry in ("main", "plan", "waves", "rollback", "checkpoint", "audit", "history"):
+        assert specs[entry]["options"] == options, entry
+        assert os.path.exists(os.path.join(ROLE, "tasks", entry + ".yml")), entry
+
+
+def test_example_envconfigs_name_their_artifacts_real_sha256():
+    for envconfig, path in (("shop", SHOP),
+                            ("sample", os.path.join(ROOT, "tests", "data", "charts", "manent-sample-0.1.0.tgz"))):
+        data = _yaml(os.path.join(ROOT, "examples", "envconfig", "untenanted", envconfig, "prod.yml"))
+        assert data["deploy_artifact"]["sha256"] == sha256(path)
+        assert os.path.join(ROOT, data["deploy_artifact"]["source"]) == path
+
+
+def test_example_inventory_has_region_and_az_groups():
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i",
+                          os.path.join(ROOT, "examples", "inventory.yml"), "--graph"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for group in ("@region_eu1", "@az_eu1a", "@az_eu1b", "@region_us1", "@az_us1a"):
+        assert group in out
+
+
+# --------------------------------------------------------------------------- validation before any change
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("overrides, expected", [
+    ({"deploy_parallel": "many"}, "deploy_parallel"),
+    ({"deploy_helm_hooks": "sometimes"}, "deploy_helm_hooks"),
+    ({"deploy_keep_releases": 1}, "deploy_keep_releases: must be at least 2"),
+    ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": "abc"}},
+     "deploy_artifact.sha256: must be the 64 hex digits"),
+    ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": "0" * 64}},
+     "has sha256 " + sha256(SHOP)),
+], ids=["type", "choice", "preflight", "sha-format", "sha-mismatch"])
+def test_bad_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path, overrides, expected):
+    extra = shop_vars(tmp_path, "never-created-ns", "1.0.0", "hello")
+    extra.update(overrides)
+    run = run_playbook("deploy", inventory_path, extra, tmp_path)
+    assert run.rc != 0, run.explain()
+    assert expected in run.output, run.explain()
+    assert "Checkpoint | Read the release in service" not in run.output
+
+
+# --------------------------------------------------------------------------- one release key, many runs
+
+
+@pytest.mark.integration
+def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clusters, inventory_path, namespaces,
+                                                                             tmp_path):
+    """One namespace through a release's life: deploy everywhere (with -vvv --diff: no secret in the output),
+    rerun (no change), check mode (writes nothing), a new version on region eu-1 only (-l), a deploy everywhere
+    that the checkpoint stops (the clusters diverge), and a rollback of eu-1 that brings them back together."""
+    ns = namespaces
+    by_name = _by_name(clusters)
+    v1 = shop_vars(tmp_path, ns, "1.0.0", "hello from 1.0.0")
+    # The three forms of credentials: eu1a's token in Ansible Vault, us1a's from an environment variable,
+    # eu1b's from a file (as written by hack/clusters.py).
+    password_file = tmp_path / "vault-password"
+    password_file.write_text("test-vault-password\n")
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
+        "eu1a": {"manent_token": vault_encrypt(by_name["eu1a"].token, "test-vault-password")},
+        "us1a": {"manent_token": "env:MANENT_TEST_TOKEN_US1A"}})
+    env = {"ANSIBLE_VAULT_PASSWORD_FILE": str(password_file), "MANENT_TEST_TOKEN_US1A": by_name["us1a"].token}
+
+    def playbook(name, extra, **kw):
+        return run_playbook(name, inventory, extra, tmp_path, env=env, **kw)
+
+    # 1. First deploy, wave by wave, with -vvv --diff: nothing secret in the output.
+    run = playbook("deploy", v1, diff=True, verbosity=3)
+    assert run.rc == 0, run.explain()
+    for value in secret_values(clusters):
+        assert value not in run.output, "a secret value appears in the -vvv --diff output"
+    assert "Secret/%s/shop-credentials (absent)" % ns in run.output  # the Secret's diff was shown, redacted
+    summary = run.summary
+    assert sorted(summary) == ["eu1a", "eu1b", "us1a"]
+    for host, entry in summary.items():
+        assert (entry["status"], entry["version"], entry["previous"], entry["objects"]) == \
+            ("deployed", "1.0.0", "", 4), host
+        assert entry["counts"] == {"created": 4}, host
+    assert "host  status    version  previous  objects  changes" in run.output  # the printed table
+    assert "2 wave(s) by region: eu-1: eu1a, eu1b -> us-1: us1a" in run.output
+    for c in clusters:
+        assert deployment_ready(c, ns, "shop"), c.name
+        assert _greeting(c, ns) == "hello from 1.0.0"
+        assert len(history_configmaps(c, ns, "shop")) == 2, c.name  # locator + record of 1.0.0
+
+    # 2. Second run: no change anywhere (PLAY RECAP changed=0) and nothing rewritten.
+    before = {c.name: resource_versions(c, ns) for c in clusters}
+    run = playbook("deploy", v1)
+    assert run.rc == 0, run.explain()
+    assert sorted(run.recap) == ["eu1a", "eu1b", "us1a"], run.explain()
+    assert all(r["changed"] == 0 and r["failed"] == 0 for r in run.recap.values()), run.explain()
+    assert all(e["counts"] == {"unchanged": 4} and not e["changed"] for e in run.summary.values()), run.summary
+    assert {c.name: resource_versions(c, ns) for c in clusters} == before
+
+    # 3. Check mode of a new version: a dry run with diffs that writes nothing, history included.
+    v2 = shop_vars(tmp_path, ns, "2.0.0", "hello from 2.0.0", replicas="3")
+    run = playbook("deploy", v2, check=True, diff=True)
+    assert run.rc == 0, run.explain()
+    assert {e["status"] for e in run.summary.values()} == {"checked"}
+    assert "hello from 2.0.0" in run.output  # the diff of the ConfigMap
+    assert {c.name: resource_versions(c, ns) for c in clusters} == before
+
+    # 4. -l region_eu1: only eu1a and eu1b change; us1a is not even in the run.
+    run = playbook("deploy", v2, limit="region_eu1")
+    assert run.rc == 0, run.explain()
+    assert sorted(run.summary) == ["eu1a", "eu1b"]
+    assert sorted(run.recap) == ["eu1a", "eu1b"], run.explain()
+    assert _greeting(by_name["eu1a"], ns) == _greeting(by_name["eu1b"], ns) == "hello from 2.0.0"
+    assert by_name["eu1a"].get("apps/v1", "Deployment", ns, "shop")["spec"]["replicas"] == 3
+    assert resource_versions(by_name["us1a"], ns) == before["us1a"]
+
+    # 5. Everywhere again: the clusters run different releases, the checkpoint stops before any change.
+    before = {c.name: resource_versions(c, ns) for c in clusters}
+    run = playbook("deploy", shop_vars(tmp_path, ns, "3.0.0", "v3"))
+    assert run.rc != 0, run.explain()
+    assert "the targeted clusters run different releases" in run.output
+    table = [line.strip(' ",').split() for line in run.output.splitlines()]
+    assert ["eu1a", "eu-1", "2.0.0"] in [row[:3] for row in table], run.explain()
+    assert ["us1a", "us-1", "1.0.0"] in [row[:3] for row in table], run.explain()
+    assert "Deploy | Render the release" not in run.output
+    assert {c.name: resource_versions(c, ns) for c in clusters} == before
+
+    # 6. Roll region eu-1 back (same -l behaviour): 1.0.0 again, from the history in the clusters.
+    run = playbook("rollback", v2, limit="region_eu1")
+    assert run.rc == 0, run.explain()
+    assert {h: (e["status"], e["version"], e["previous"]) for h, e in run.summary.items()} == {
+        "eu1a": ("rolled-back", "1.0.0", "2.0.0"), "eu1b": ("rolled-back", "1.0.0", "2.0.0")}
+    for c in clusters:
+        assert _greeting(c, ns) == "hello from 1.0.0"
+        assert c.get("apps/v1", "Deployment", ns, "shop")["spec"]["replicas"] == 2
+        assert deployment_ready(c, ns, "shop"), c.name
+    assert resource_versions(by_name["us1a"], ns) == before["us1a"]
+
+
+# --------------------------------------------------------------------------- waves
+
+
+@pytest.mark.integration
+def test_waves_stop_after_the_first_wave_with_a_failure(clusters, inventory_path, namespaces, tmp_path):
+    ns = namespaces
+    # One manifest; ${POD_STATE} is "never-ready" in region eu-1 (group variable) and "ready" elsewhere: the
+    # kwok clusters keep pods annotated manent.test/never-ready unready, and the deadline makes it fail at once.
+    manifest = write_manifest(str(tmp_path / "web.yaml"), [{
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "progressDeadlineSeconds": 5, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"},
+                                           "annotations": {"manent.test/${POD_STATE}": "true"}},
+                              "spec": {"containers": [{"name": "web", "image": PAUSE}]}}}}])
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), {
+        "all": {"deploy_variables": {"POD_STATE": "ready"}},
+        "region_eu1": {"deploy_variables": {"POD_STATE": "never-ready"}},
+    })
+    extra = base_vars(tmp_path, ns, deploy_application="web", deploy_artifact=artifact("web", "1.0.0", manifest))
+    run = run_playbook("deploy", inventory, extra, tmp_path)
+
+    assert run.rc != 0, run.explain()
+    summary = run.summary
+    assert {h: e["status"] for h, e in summary.items()} == {"eu1a": "failed", "eu1b": "failed",
+                                                           "us1a": "not started"}, run.explain()
+    assert "ProgressDeadlineExceeded" in summary["eu1a"]["message"] or \
+        "progress" in summary["eu1a"]["message"].lower(), summary["eu1a"]
+    assert "eu1a: " in run.output and "not started" in run.output  # the table names both
+    assert run.recap["eu1a"]["failed"] == 1 and run.recap["eu1a"]["rescued"] == 1
+    us1a = _by_name(clusters)["us1a"]
+    assert us1a.get("apps/v1", "Deployment", ns, "web") is None
+    assert history_configmaps(us1a, ns, "web") == []
+    for name in ("eu1a", "eu1b"):
+        c = _by_name(clusters)[name]
+        assert c.get("apps/v1", "Deployment", ns, "web") is not None
+        statuses = {cm["metadata"].get("labels", {}).get("manent.io/release-version"): cm["data"].get("status")
+                    for cm in history_configmaps(c, ns, "web") if cm["metadata"]["labels"]["manent.io/history"]
+                    == "record"}
+        assert statuses == {"1.0.0": "failed"}, statuses
+
+
+# --------------------------------------------------------------------------- audit
+
+
+@pytest.mark.integration
+def test_audit_names_removed_api_versions_without_touching_the_clusters(clusters, inventory_path, namespaces,
+                                                                        tmp_path):
+    ns = namespaces
+    manifest = write_manifest(str(tmp_path / "pdb.yaml"), [{
+        "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}])
+    extra = base_vars(tmp_path, ns, deploy_application="web", deploy_artifact=artifact("web", "1.0.0", manifest))
+    run = run_playbook("audit", inventory_path, extra, tmp_path, limit="region_eu1")
+    assert run.rc != 0, run.explain()
+    rows = [line.strip(' ",').split() for line in run.output.splitlines()]
+    assert ["eu1a", "error", "0", "0", "0"] in rows and ["eu1b", "error", "0", "0", "0"] in rows, run.explain()
+    assert "PodDisruptionBudget" in run.output and "policy/v1" in run.output
+    for c in clusters:
+        assert resource_versions(c, ns) == {}, c.name
+
+    # Without an artifact source only the stored history is audited: nothing stored, nothing found.
+    extra["deploy_artifact"] = {}
+    run = run_playbook("audit", inventory_path, extra, tmp_path, limit="region_eu1")
+    assert run.rc == 0, run.explain()
+    assert ["eu1a", "not", "checked", "0", "0", "0"] in [line.strip(' ",').split() for line in
+                                                          run.output.splitlines()], run.explain()
+
+
+# --------------------------------------------------------------------------- the demo
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_demo_deploys_both_samples_wave_by_wave_then_rolls_back(clusters, inventory_path, namespaces, tmp_path):
+    ns = namespaces
+    extra = {"manent_demo_namespace": ns, "deploy_parallel": 3, "deploy_poll_interval": 1,
+             "deploy_cache_dir": str(tmp_path / "cache"), "deploy_work_dir": str(tmp_path / "work")}
+    run = run_playbook("demo", inventory_path, extra, tmp_path, env={"MANENT_HELM": helm_binary()})
+    assert run.rc == 0, run.explain()
+    assert run.output.count("PLAY [Deploy wave by wave]") == 6  # 3 deploys x 2 waves
+    for c in clusters:
+        assert _greeting(c, ns) == "hello from shop 1.0.0"  # rolled back from 1.1.0
+        assert deployment_ready(c, ns, "shop"), c.name
+        assert deployment_ready(c, ns, "sample-manent-sample"), c.name
+        records = {cm["metadata"]["labels"].get("manent.io/release-version"): cm["data"].get("status")
+                   for cm in history_configmaps(c, ns, "shop") if cm["metadata"]["labels"]["manent.io/history"]
+                   == "record"}
+        assert records == {"1.0.0": "deployed", "1.1.0": "rolled-back"}, records
+    assert "1.0.0 deployed, 1.1.0 rolled-back" in run.output or "1.1.0 rolled-back" in run.output
