@@ -28,7 +28,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApplyError, ManentError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
-    ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION)
+    ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT,
+    MANAGED_BY, MANAGER)
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     key_of, namespace_of, ref, split_api_version)
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
@@ -117,8 +118,9 @@ class Deployer:
 
     # ------------------------------------------------------------------ deploy
 
-    def deploy(self, bundle, phase=None, objects=None, previous_objects=None):
-        """Deploy ``bundle`` (or ``objects`` in its place, for rollback)."""
+    def deploy(self, bundle, phase=None, objects=None, previous_objects=None, replaced=None):
+        """Deploy ``bundle`` (or ``objects`` in its place, for rollback). ``replaced`` overrides the release
+        recorded as replaced (default: the one in service)."""
         t0 = time.monotonic()
         timings = {}
         self.kube.version()  # credentials and reachability, before anything else
@@ -130,7 +132,7 @@ class Deployer:
                               previous=(current or {}).get("version", ""), phase=phase,
                               warnings=list(bundle.warnings))
         if previous_objects is None:
-            previous_objects = store.previous_objects() if current else []
+            previous_objects = self._prune_candidates(store, current)
         carry_release_annotations(objects if objects is not None else bundle.objects, previous_objects)
         selected, skipped = [], []
         for obj in (objects if objects is not None else bundle.objects):
@@ -139,7 +141,8 @@ class Deployer:
         result.changes.extend(Change(ref(o), SKIPPED, reason="deploy-on excludes %s" % phase) for o in skipped)
         noop = bool(current) and current.get("version") == version and \
             current.get("deployment") == bundle.release.deployment and phase != ROLLBACK
-        meta = {"artifactSha256": bundle.artifact.get("sha256", ""), "replaced": result.previous}
+        replaced = result.previous if replaced is None else replaced
+        meta = {"artifactSha256": bundle.artifact.get("sha256", ""), "replaced": replaced}
         if not self.dry_run and not noop:
             store.prepare_record(bundle.release, bundle.objects, meta)  # size check before the first write
         if self.dry_run:
@@ -174,7 +177,7 @@ class Deployer:
                 result.pruned = self.prune(previous_objects, bundle.objects, result)
             timings["prune"] = time.monotonic() - t
             if not noop:
-                store.promote(bundle.release, result.previous)
+                store.promote(bundle.release, replaced)
                 result.history["deleted"] = store.cleanup(self.options.keep_releases)
                 if self.options.helm_migrate_release and phase == INSTALL:
                     result.history["helm_secrets_deleted"] = store.delete_helm_release_secrets(
@@ -274,12 +277,19 @@ class Deployer:
                     result.changes.append(Change(ref(obj), SKIPPED, reason="not pruned: %s" % why))
                 continue
             target = self._served_for_delete(obj)
-            live = self.applier.get(target) if self.options.apply.diff else None
+            live = self.applier.get(target)
+            if live is None:
+                continue  # already gone: not an error, nothing to report
+            owner = _other_release(live, obj)
+            if owner:
+                if result is not None:
+                    result.changes.append(Change(ref(obj), SKIPPED, reason="not pruned: now belongs to %s" % owner))
+                continue
             if self.applier.delete(target, wait=False):
                 pruned.append(ref(obj))
                 if result is not None:
                     change = Change(ref(obj), DELETED, reason="pruned")
-                    if live is not None:
+                    if self.options.apply.diff:
                         change.diff = diff_entry(live, None, ref(obj), self.options.apply.salt)
                     result.changes.append(change)
         return pruned
@@ -309,30 +319,69 @@ class Deployer:
     # ------------------------------------------------------------------ rollback
 
     def rollback(self, namespace, key, to_version=None, bundle_factory=None):
-        """Re-apply the stored objects of the previous release (or ``to_version``)."""
+        """Re-apply the stored objects of the previous release (or ``to_version``), SPEC §8.
+
+        After a failed deploy (the newest record failed; the release in service is untouched) the previous
+        release is the one in service: it is re-applied and what only the failed release created is pruned.
+        Otherwise the previous release is the one the release in service replaced, and the release in
+        service is the one rolled back. The failed or rolled-back release stays in history, marked."""
         store = self.store(namespace, key)
         current = store.in_service()
         if current is None:
-            raise ManentError("no release in service to roll back from", subject="history %s" % namespace,
-                              hint="deploy first; rollback needs a release in history")
-        target = to_version or (store.locator() or {}).get("replaced")
+            raise ManentError("no release in service to roll back to", subject="history in %s" % namespace,
+                              hint="deploy first; rollback needs a successful release in history")
+        newest = next(iter(store.records()), None)
+        if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
+            default_target, rolled_back = current["version"], newest["version"]
+        else:
+            default_target, rolled_back = (store.locator() or {}).get("replaced"), current["version"]
+        target = to_version or default_target
         if not target:
             raise ManentError("release %s replaced nothing: there is no previous release" % current["version"],
-                              subject="history %s" % namespace, hint="name a version with rollback_to")
+                              subject="history in %s" % namespace, hint="name a version with rollback_to")
+        if target == rolled_back:
+            rolled_back = current["version"] if target != current["version"] else ""
         meta, objects = store.load(target)
         mapped, notes = [], []
-        for obj in objects:
+        for obj in objects:  # before any change: a non-rename stops here
             new, note = apiversions.map_for_cluster(obj, self.discovery.served)
             mapped.append(new)
             if note:
                 notes.append(note)
-        failed_objects = store.load(current["version"])[1] if current["version"] != target else []
+        failed_objects = store.load(rolled_back)[1] if rolled_back else []
         bundle = bundle_factory(target, meta, mapped)
-        result = self.deploy(bundle, phase=ROLLBACK, objects=mapped, previous_objects=failed_objects)
+        result = self.deploy(bundle, phase=ROLLBACK, objects=mapped, previous_objects=failed_objects,
+                             replaced=meta.get("replaced", ""))
+        result.previous = rolled_back or current["version"]
         result.warnings.extend(notes)
-        if not self.dry_run:
-            store.mark(current["version"], "rolled-back")
+        if not self.dry_run and rolled_back:
+            store.mark(rolled_back, "rolled-back")
         return result
+
+    def _prune_candidates(self, store, current):
+        """Objects the new release may prune: those of the release in service, plus those of a newer
+        release that failed (its objects may be on the cluster although it never went into service)."""
+        if not current:
+            return []
+        objects = list(store.previous_objects())
+        newest = next(iter(store.records()), None)
+        if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
+            seen = {key_of(o) for o in objects}
+            objects.extend(o for o in store.load(newest["version"])[1] if key_of(o) not in seen)
+        return objects
+
+
+def _other_release(live, stored):
+    """The release key (application/artifact/environment/tenant) the live object now belongs to, when it is not
+    the one that stored it: another release took it over, so this one must not prune it."""
+    names = (LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT)
+    now = (live.get("metadata") or {}).get("labels") or {}
+    then = (stored.get("metadata") or {}).get("labels") or {}
+    if now.get(MANAGED_BY) != MANAGER or any(now.get(k) is None for k in names):
+        return ""
+    if all(now.get(k) == then.get(k) for k in names):
+        return ""
+    return "/".join(str(now.get(k)) for k in (LABEL_TENANT, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT))
 
 
 def carry_release_annotations(objects, previous_objects):

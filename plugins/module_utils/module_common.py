@@ -79,12 +79,21 @@ def release(params, version, deployment=""):
     return Release(release_key(params), version=version, deployment=deployment or "")
 
 
+def exit_result(module, out):
+    """exit_json with the engine's warnings sent as Ansible warnings (not as a result key)."""
+    for warning in out.pop("warnings", None) or []:
+        module.warn(warning)
+    module.exit_json(**out)
+
+
 def fail(module, exc, **result):
     """fail_json from an engine error, keeping its partial result."""
     partial = getattr(exc, "partial", None)
     if partial is not None and hasattr(partial, "to_dict"):
         result.update(partial.to_dict())
         result["changed"] = partial.changed
+        for warning in result.pop("warnings", None) or []:
+            module.warn(warning)
     if isinstance(exc, ManentError):
         module.fail_json(msg=str(exc), **result)
     module.fail_json(msg="unexpected error: %s" % exc, exception=traceback.format_exc(), **result)

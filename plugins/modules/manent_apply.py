@@ -208,11 +208,9 @@ def main():
     except ManentError as exc:
         mc.fail(module, exc)
     out = result.to_dict()
-    for w in result.warnings:
-        module.warn(w)
     if module._diff:
         out["diff"] = [c.diff for c in result.changes if c.diff]
-    module.exit_json(**out)
+    mc.exit_result(module, out)
 
 
 if __name__ == "__main__":

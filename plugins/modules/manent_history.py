@@ -204,8 +204,6 @@ def run(module):
             out.update(result.to_dict())
             if module._diff:
                 out["diff"] = [c.diff for c in result.changes if c.diff]
-            for w in result.warnings:
-                module.warn(w)
         elif state == "audit":
             out["findings"] = audit(store, discovery, kube.version()[:2])
         elif state == "rewrite":
@@ -230,7 +228,7 @@ def main():
     module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, HISTORY_SPEC), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
-        module.exit_json(**run(module))
+        mc.exit_result(module, run(module))
     except ManentError as exc:
         mc.fail(module, exc)
 

@@ -8,11 +8,11 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, LockedError
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, LockedError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 from tests.integration.deploy_helpers import (
-    KEY, configmap, deploy, deployer, deployment, history_configmaps, locator, record_status, render_bundle,
+    KEY, NEVER_READY, configmap, deploy, deployer, deployment, history_configmaps, locator, record_status, render_bundle,
     versions)
 
 pytestmark = pytest.mark.integration
@@ -126,3 +126,55 @@ def test_oversize_release_is_refused_with_no_change(cluster, namespace, tmp_path
         deployer(cluster).deploy(bundle)
     assert "900" in str(err.value) or "KiB" in str(err.value)
     assert versions(cluster, namespace) == before
+
+
+def _factory(namespace):
+    def factory(version, meta, objects):
+        return Bundle(release=Release(KEY, version, meta.get("deployment", "")), namespace=namespace,
+                      objects=objects, sources=[], artifact={})
+    return factory
+
+
+def test_rollback_after_a_failed_deploy_restores_the_release_in_service(cluster, namespace, tmp_path):
+    deploy(cluster, tmp_path, [deployment("web"), configmap("a", v="1")], namespace, version="1.0.0")
+    deploy(cluster, tmp_path, [deployment("web"), configmap("a", v="2")], namespace, version="2.0.0")
+    bad = [deployment("web", template_annotations=NEVER_READY, deadline=3), configmap("a", v="3"),
+           configmap("only-in-3", v="3")]
+    with pytest.raises(WaitError):
+        deploy(cluster, tmp_path, bad, namespace, version="3.0.0", wait_timeout=60)
+    assert locator(cluster, namespace)["version"] == "2.0.0"
+    assert record_status(cluster, namespace, "3.0.0") == "failed"
+
+    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY,
+                                                                     bundle_factory=_factory(namespace))
+
+    assert result.release == "2.0.0" and result.previous == "3.0.0", "back to the release in service, not v1"
+    assert result.pruned == ["ConfigMap/%s/only-in-3" % namespace]
+    assert cluster.get("v1", "ConfigMap", namespace, "a")["data"] == {"v": "2"}
+    web = cluster.get("apps/v1", "Deployment", namespace, "web")
+    assert "annotations" not in web["spec"]["template"]["metadata"] or \
+        "manent.test/never-ready" not in web["spec"]["template"]["metadata"]["annotations"]
+    loc = locator(cluster, namespace)
+    assert loc["version"] == "2.0.0" and loc["replaced"] == "1.0.0"
+    assert record_status(cluster, namespace, "3.0.0") == "rolled-back"
+    assert record_status(cluster, namespace, "2.0.0") == "deployed"
+
+
+def test_a_failed_release_objects_are_pruned_by_the_next_deploy(cluster, namespace, tmp_path):
+    deploy(cluster, tmp_path, [deployment("web"), configmap("a", v="1")], namespace, version="1.0.0")
+    with pytest.raises(WaitError):
+        deploy(cluster, tmp_path, [deployment("web", template_annotations=NEVER_READY, deadline=3),
+                                   configmap("stray", v="2")], namespace, version="2.0.0", wait_timeout=60)
+    result = deploy(cluster, tmp_path, [deployment("web"), configmap("a", v="3")], namespace, version="3.0.0",
+                    prune=True, wait_timeout=60)
+    assert result.pruned == ["ConfigMap/%s/stray" % namespace]
+
+
+def test_prune_leaves_objects_that_another_release_took_over(cluster, namespace, tmp_path):
+    deploy(cluster, tmp_path, [configmap("shared", v="shop"), configmap("mine", v="1")], namespace, version="1.0.0")
+    deploy(cluster, tmp_path, [configmap("shared", v="billing")], namespace, version="9.0.0", key=OTHER)
+    result = deploy(cluster, tmp_path, [configmap("mine", v="2")], namespace, version="2.0.0", prune=True)
+    assert result.pruned == []
+    assert [c.reason for c in result.changes if c.subject.endswith("/shared")] == [
+        "not pruned: now belongs to untenanted/billing/billing/test"]
+    assert cluster.get("v1", "ConfigMap", namespace, "shared")["data"] == {"v": "billing"}
