@@ -25,7 +25,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
     CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change, crd_kinds)
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApplyError, ManentError, NotFoundError, WaitError)
+    ApplyError, InputError, ManentError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
     ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT,
@@ -49,6 +49,7 @@ class DeployOptions:
     break_lock: bool = False
     holder: str = ""
     helm_migrate_release: str = ""
+    create_namespace: bool = False
     on_progress: object = None
 
 
@@ -124,6 +125,7 @@ class Deployer:
         t0 = time.monotonic()
         timings = {}
         self.kube.version()  # credentials and reachability, before anything else
+        create_ns = self._release_namespace(bundle, objects if objects is not None else bundle.objects)
         store = self.store(bundle.namespace, bundle.release.key)
         current = store.in_service()
         phase = phase or (INSTALL if current is None else UPGRADE)
@@ -150,6 +152,9 @@ class Deployer:
 
         groups = tiers(selected)
         ns_objects = [o for t, objs in groups if t == TIER_NAMESPACES for o in objs]
+        if create_ns:
+            ns_objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": bundle.namespace, "labels": {MANAGED_BY: MANAGER}}})
         locked = False
         saved = False
         try:
@@ -206,9 +211,31 @@ class Deployer:
             result.warnings.extend(store.notes)
         return result
 
+    def _release_namespace(self, bundle, objects):
+        """True when the release namespace must be created (create_namespace); a missing namespace that
+        neither the bundle nor the options create is an error before any write."""
+        if any(o.get("kind") == "Namespace" and o.get("apiVersion") == "v1" and
+               (o.get("metadata") or {}).get("name") == bundle.namespace for o in objects):
+            return False
+        try:
+            self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace, subject="Namespace/%s" % bundle.namespace)
+            return False
+        except NotFoundError:
+            if self.options.create_namespace:
+                return True
+            raise InputError("the release namespace %s does not exist" % bundle.namespace,
+                             subject="Namespace/%s" % bundle.namespace,
+                             hint="add a Namespace object to the artifact, create the namespace, or set "
+                                  "create_namespace: true; nothing was written")
+
     def _dry_run(self, bundle, selected, result, timings, t0, previous_objects):
         t = time.monotonic()
         new_namespaces = set()
+        if self.options.create_namespace:
+            try:
+                self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace)
+            except NotFoundError:
+                new_namespaces.add(bundle.namespace)
         for obj in selected:
             if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
                 try:

@@ -68,6 +68,13 @@ options:
     description: Take the history lock even if another deploy holds it (after checking that deploy is gone).
     type: bool
     default: false
+  create_namespace:
+    description:
+      - Create the release namespace when it does not exist (like C(helm --create-namespace)). Needs the right to
+        create Namespaces. When false, a missing namespace that the artifact does not create is an error before
+        any write.
+    type: bool
+    default: false
   helm_migrate_release:
     description:
       - After a successful first deploy that adopted the objects of a C(helm install), delete only Helm's release
@@ -171,6 +178,7 @@ APPLY_SPEC = {
     "concurrency": {"type": "int", "default": 8},
     "break_lock": {"type": "bool", "default": False},
     "helm_migrate_release": {"type": "str"},
+    "create_namespace": {"type": "bool", "default": False},
 }
 
 
@@ -186,7 +194,7 @@ def deploy_options(module):
                            diff=module._diff),
         wait=p["wait"], wait_timeout=parse_duration(p["wait_timeout"], name="wait_timeout"),
         prune=p["prune"], keep_releases=p["keep_releases"], break_lock=p["break_lock"],
-        helm_migrate_release=p.get("helm_migrate_release") or "")
+        helm_migrate_release=p.get("helm_migrate_release") or "", create_namespace=p["create_namespace"])
 
 
 def run(module):
