@@ -25,7 +25,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
     CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change, crd_kinds)
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApplyError, InputError, ManentError, NotFoundError, WaitError)
+    ApiError, ApplyError, InputError, ManentError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
     ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT,
@@ -220,7 +220,9 @@ class Deployer:
         try:
             self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace, subject="Namespace/%s" % bundle.namespace)
             return False
-        except NotFoundError:
+        except ApiError as exc:
+            if exc.status != 404:  # e.g. 403 for a namespace-scoped Role: it cannot tell, so it goes on
+                return False
             if self.options.create_namespace:
                 return True
             raise InputError("the release namespace %s does not exist" % bundle.namespace,
@@ -236,6 +238,8 @@ class Deployer:
                 self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace)
             except NotFoundError:
                 new_namespaces.add(bundle.namespace)
+            except ApiError:
+                pass  # not allowed to read Namespaces: the dry run of each object will tell
         for obj in selected:
             if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
                 try:

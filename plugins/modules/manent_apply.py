@@ -136,7 +136,8 @@ details:
       type: str
 changes:
   description: One entry per object, C(subject) (Kind/namespace/name), C(action) (created, configured, unchanged,
-    recreated, deleted, skipped), server warnings and fields taken over from other managers.
+    recreated, deleted, skipped), C(reason), C(seconds), the server's warnings and C(takeovers), the fields taken
+    over from other field managers (each C(field) and C(manager)).
   returned: always
   type: list
   elements: dict

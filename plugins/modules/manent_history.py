@@ -78,7 +78,8 @@ options:
     type: int
     default: 5
   break_lock:
-    description: With O(operation=rollback), take the history lock even if another deploy holds it.
+    description: With O(operation=rollback) or O(operation=rewrite), take the history lock even if another deploy
+      holds it.
     type: bool
     default: false
 """
@@ -137,7 +138,11 @@ changes:
   type: list
   elements: dict
 findings:
-  description: With O(operation=audit) and O(operation=rewrite), one entry per stored object needing attention.
+  description:
+    - With O(operation=audit), one entry per stored object whose apiVersion is removed or deprecated on this cluster
+      (record, version, object, level, message, replacement, rename).
+    - With O(operation=rewrite), one entry per record that needed a change (record, version, action C(rewritten),
+      C(would-rewrite) in check mode, or C(error) for a change that is not a pure rename, changes, errors, backup).
   returned: when operation is audit or rewrite
   type: list
   elements: dict
@@ -207,8 +212,14 @@ def run(module):
         elif state == "audit":
             out["findings"] = audit(store, discovery, kube.version()[:2])
         elif state == "rewrite":
-            out["findings"] = store.rewrite_api_versions(discovery.served, dry_run=module.check_mode)
-            out["changed"] = any(f.get("action") == "mapped" for f in out["findings"])
+            if not module.check_mode:
+                store.acquire(break_lock=p["break_lock"])
+            try:
+                out["findings"] = store.rewrite_api_versions(discovery.served, dry_run=module.check_mode)
+            finally:
+                if not module.check_mode:
+                    store.release_lock()
+            out["changed"] = any(f.get("action") in ("rewritten", "would-rewrite") for f in out["findings"])
         elif state == "unlock":
             loc = store.locator()
             if loc and loc.get("lockHolder"):

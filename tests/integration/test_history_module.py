@@ -1,0 +1,75 @@
+"""manent_history through Ansible itself (ad-hoc module runs): audit and rewrite of stored history, unlock."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+
+pytestmark = pytest.mark.integration
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KEY = ReleaseKey("olds", "olds", "prod")
+
+
+def run_module(cluster, namespace, check=False, **args):
+    params = dict(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
+                  ca_file=cluster.ca_file, application=KEY.application, environment=KEY.environment,
+                  namespace=namespace, **args)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
+               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
+           "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)]
+    if check:
+        cmd.append("--check")
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=120)
+    data = json.loads(out.stdout)
+    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def old_record(cluster, namespace, version, objects):
+    cm = codec.encode_record(Release(KEY, version, "d-old"), namespace, [], meta={"status": "deployed"})
+    cm.pop("binaryData", None)
+    cm["data"]["objects.json"] = json.dumps(objects)
+    cluster.kube.request("POST", "/api/v1/namespaces/%s/configmaps" % namespace, body=cm)
+
+
+def test_audit_then_rewrite_stored_history(cluster, namespace):
+    old = {"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": {"name": "web", "namespace": namespace},
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+               "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    old_record(cluster, namespace, "1.0.0", [old])
+
+    audit = run_module(cluster, namespace, operation="audit")
+    assert not audit.get("failed"), audit
+    assert [(f["object"], f["level"], f["replacement"]) for f in audit["findings"]] == [
+        ("Deployment/%s/web" % namespace, "error", "apps/v1")]
+
+    dry = run_module(cluster, namespace, check=True, operation="rewrite")
+    assert dry["changed"] is True and [f["action"] for f in dry["findings"]] == ["would-rewrite"]
+    stored = HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")[1]
+    assert stored[0]["apiVersion"] == "apps/v1beta2", "check mode changed nothing"
+
+    done = run_module(cluster, namespace, operation="rewrite")
+    assert done["changed"] is True and [f["action"] for f in done["findings"]] == ["rewritten"]
+    assert HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")[1][0]["apiVersion"] == "apps/v1"
+    assert cluster.get("v1", "ConfigMap", namespace, codec.record_name(KEY, "1.0.0") + "-bak") is not None
+
+    again = run_module(cluster, namespace, operation="rewrite")
+    assert again["changed"] is False and again["findings"] == []
+    assert run_module(cluster, namespace, operation="audit")["findings"] == []
+
+
+def test_unlock_removes_a_stale_lock(cluster, namespace):
+    store = HistoryStore(cluster.kube, namespace, KEY, holder="killed@ci:1")
+    store.acquire()
+    listed = run_module(cluster, namespace)
+    assert listed["in_service"] is None and listed["changed"] is False
+    result = run_module(cluster, namespace, operation="unlock")
+    assert result["changed"] is True and result["unlocked"] == "killed@ci:1"
+    assert HistoryStore(cluster.kube, namespace, KEY).locator()["lockHolder"] == ""
