@@ -205,8 +205,8 @@ def test_waves_stop_after_the_first_wave_with_a_failure(clusters, inventory_path
 
     assert run.rc != 0, run.explain()
     summary = run.summary
-    assert {h: e["status"] for h, e in summary.items()} == {"eu1a": "failed", "eu1b": "failed",
-                                                           "us1a": "not started"}, run.explain()
+    statuses = {h: e["status"] for h, e in summary.items()}
+    assert statuses == {"eu1a": "failed", "eu1b": "failed", "us1a": "not started"}, run.explain()
     assert "ProgressDeadlineExceeded" in summary["eu1a"]["message"] or \
         "progress" in summary["eu1a"]["message"].lower(), summary["eu1a"]
     assert "eu1a: " in run.output and "not started" in run.output  # the table names both
@@ -246,8 +246,8 @@ def test_audit_names_removed_api_versions_without_touching_the_clusters(clusters
     extra["deploy_artifact"] = {}
     run = run_playbook("audit", inventory_path, extra, tmp_path, limit="region_eu1")
     assert run.rc == 0, run.explain()
-    assert ["eu1a", "not", "checked", "0", "0", "0"] in [line.strip(' ",').split() for line in
-                                                          run.output.splitlines()], run.explain()
+    rows = [line.strip(' ",').split() for line in run.output.splitlines()]
+    assert ["eu1a", "not", "checked", "0", "0", "0"] in rows, run.explain()
 
 
 # --------------------------------------------------------------------------- the demo
