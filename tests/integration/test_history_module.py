@@ -21,15 +21,15 @@ def run_module(cluster, namespace, check=False, **args):
                   ca_file=cluster.ca_file, application=KEY.application, environment=KEY.environment,
                   namespace=namespace, **args)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
            "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)]
     if check:
         cmd.append("--check")
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=120)
-    data = json.loads(out.stdout)
-    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    lines = [line for line in out.stdout.splitlines() if line.startswith("localhost | ")]
+    assert len(lines) == 1, out.stdout + out.stderr
+    return json.loads(lines[0].split(" => ", 1)[1])
 
 
 def old_record(cluster, namespace, version, objects):
