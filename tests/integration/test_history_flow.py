@@ -68,8 +68,10 @@ def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
 
 
 def test_concurrent_deploys_of_one_release_key_exactly_one_wins(cluster, namespace, tmp_path):
-    bundles = [render_bundle(cluster, tmp_path, [configmap("race", v=str(i))], namespace, version="1.%d.0" % i)
-               for i in range(2)]
+    # Each release has a Deployment, so the winner holds the lock for its whole rollout (seconds), long after
+    # the other has asked for it.
+    bundles = [render_bundle(cluster, tmp_path, [configmap("race", v=str(i)), deployment("race-web")], namespace,
+                             version="1.%d.0" % i) for i in range(2)]
     outcomes = [None, None]
     barrier = threading.Barrier(2)
 
