@@ -192,8 +192,7 @@ class Kube:
                              hint="pip install -r requirements.txt on the controller / execution environment")
         self.options = options
         self.url = options.url
-        self._tmp = tempfile.mkdtemp(prefix="manent-conn-")
-        os.chmod(self._tmp, 0o700)
+        self._tmp = None  # created only when inline PEM data must be written to files
         cfg = Configuration()
         cfg.host = self.url
         cfg.verify_ssl = not options.insecure_skip_tls_verify
@@ -226,6 +225,9 @@ class Kube:
         if "-----BEGIN" not in content:
             raise InputError("%s is not PEM data" % what, subject="connection",
                              hint="give the PEM text, or a file: reference to a PEM file")
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="manent-conn-")
+            os.chmod(self._tmp, 0o700)
         path = os.path.join(self._tmp, name)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -236,7 +238,8 @@ class Kube:
         try:
             self._pool.clear()
         finally:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self):
         return self
