@@ -103,8 +103,11 @@ class _Problems:
                                      "run again")
 
 
-def load_documents(path, release, options, cluster_version, api_versions, helm_options=None):
-    """(docs, hooks_skipped, warnings): docs are (object, source) tuples before validation."""
+def load_documents(path, release, options, cluster_version, discovery, helm_options=None):
+    """(docs, hooks_skipped, warnings, is_chart): docs are (object, source) tuples before validation.
+
+    The artifact's sha256 is verified before anything else reads it; it is then read once to tell a chart
+    from manifests."""
     label = options.artifact_label or os.path.basename(path)
     verify(path, options.artifact_sha256, allow_unverified=options.allow_unverified, name=label)
     if detect(path) == CHART:
@@ -112,24 +115,23 @@ def load_documents(path, release, options, cluster_version, api_versions, helm_o
         if not git_version and cluster_version:
             git_version = "v%d.%d.0" % tuple(cluster_version[:2])
         rendered = render_chart(
-            path, options.helm_release or release.key.artifact, options.namespace, git_version, api_versions,
-            values_files=options.helm_values_files, values_yaml=options.helm_values,
+            path, options.helm_release or release.key.artifact, options.namespace, git_version,
+            discovery.api_versions(), values_files=options.helm_values_files, values_yaml=options.helm_values,
             set_values=options.helm_value, slot=options.slot, options=helm_options or HelmOptions(),
             include_crds=not options.helm_skip_crds, hooks=options.helm_hooks)
-        return rendered.docs, rendered.hooks_skipped, rendered.warnings
+        return rendered.docs, rendered.hooks_skipped, rendered.warnings, True
     values = builtin_values(release.key.application, release.key.environment, release.version, options.namespace,
                             release.deployment, options.variables)
     files = [(name, substitute(text, values)) for name, text in read_manifests(path, name=label)]
-    return [(d.obj, d.source) for d in parse_files(files)], [], []
+    return [(d.obj, d.source) for d in parse_files(files)], [], [], False
 
 
 def render(path, release, options, discovery, cluster_version, helm_options=None, cluster_url=""):
     """Render one artifact for one cluster. ``cluster_version`` is (major, minor[, gitVersion]).
     Returns a :class:`Bundle` (not yet written)."""
     validate_identity(release.key)
-    docs, hooks_skipped, warnings = load_documents(
-        path, release, options, cluster_version,
-        discovery.api_versions() if detect_is_chart(path) else [], helm_options)
+    docs, hooks_skipped, warnings, is_chart = load_documents(path, release, options, cluster_version, discovery,
+                                                             helm_options)
     problems = _Problems()
     seen = {}
     objects, sources = [], []
@@ -173,7 +175,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                   sources=[sources[i] for i in order], cluster=cluster_url,
                   artifact={"name": release.key.artifact, "version": release.version,
                             "sha256": options.artifact_sha256,
-                            "type": "chart" if detect_is_chart(path) else "manifests"},
+                            "type": "chart" if is_chart else "manifests"},
                   hooks_skipped=list(hooks_skipped), warnings=warnings)
 
 
@@ -206,10 +208,6 @@ class BundleKinds:
         found = set(self.discovery.versions_of(group, kind))
         found.update(r.version for r in self.crd_kinds.values() if r.group == group and r.kind == kind)
         return sorted(found)
-
-
-def detect_is_chart(path):
-    return detect(path) == CHART
 
 
 def _check_api(obj, subject, discovery, cluster_version, problems, warnings):

@@ -5,7 +5,7 @@ import time
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions, Kube, resolve_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import DiscoveryError, NotFoundError
 
 
 class Cluster:
@@ -47,7 +47,13 @@ class Cluster:
         return self._discovery
 
     def path(self, api_version, kind, namespace=None, name=None):
-        return self.discovery.path(api_version, kind, namespace, name)
+        try:
+            return self.discovery.path(api_version, kind, namespace, name)
+        except DiscoveryError:
+            # The shared handle lives for the whole session; the product refreshes once per run, tests may
+            # look up kinds created long after: start a fresh discovery and ask again.
+            self._discovery = Discovery(self.kube)
+            return self.discovery.path(api_version, kind, namespace, name)
 
     def get(self, api_version, kind, namespace, name):
         try:

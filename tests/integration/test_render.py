@@ -192,3 +192,12 @@ def test_ansible_doc_shows_every_module(inventory_path):
                              env=env, check=False)
         assert out.returncode == 0, out.stderr
         assert "EXAMPLES:" in out.stdout and "RETURN VALUES:" in out.stdout and "api_server" in out.stdout
+
+
+def test_sha256_is_checked_before_the_archive_is_opened(cluster, tmp_path):
+    """A tampered archive fails on its digest, not on whatever its content would do to the reader."""
+    path = tmp_path / "shop.tgz"
+    path.write_bytes(b"\x1f\x8b\x08\x00" + b"not really gzip" * 10)
+    with pytest.raises(ArtifactError) as err:
+        run(cluster, str(path), "1" * 64)
+    assert "1" * 64 in str(err.value) and "not a valid" not in str(err.value)
