@@ -162,64 +162,19 @@ history:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import read
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import parse_duration
-
-APPLY_SPEC = {
-    "bundle": {"type": "path", "required": True},
-    "wait": {"type": "bool", "default": True},
-    "wait_timeout": {"type": "str", "default": "5m"},
-    "prune": {"type": "bool", "default": False},
-    "keep_releases": {"type": "int", "default": 5},
-    "force_conflicts": {"type": "bool", "default": True},
-    "concurrency": {"type": "int", "default": 8},
-    "break_lock": {"type": "bool", "default": False},
-    "helm_migrate_release": {"type": "str"},
-    "create_namespace": {"type": "bool", "default": False},
-}
-
-
-def deploy_options(module):
-    p = module.params
-    if p["keep_releases"] < 2:
-        raise InputError("must be at least 2", subject="keep_releases",
-                         hint="history needs the release in service and the one before it")
-    if p["concurrency"] < 1:
-        raise InputError("must be at least 1", subject="concurrency")
-    return DeployOptions(
-        apply=ApplyOptions(force=p["force_conflicts"], concurrency=p["concurrency"], dry_run=module.check_mode,
-                           diff=module._diff),
-        wait=p["wait"], wait_timeout=parse_duration(p["wait_timeout"], name="wait_timeout"),
-        prune=p["prune"], keep_releases=p["keep_releases"], break_lock=p["break_lock"],
-        helm_migrate_release=p.get("helm_migrate_release") or "", create_namespace=p["create_namespace"])
-
-
-def run(module):
-    options = deploy_options(module)
-    bundle = read(module.params["bundle"])
-    kube, discovery = mc.open_cluster(module.params)
-    try:
-        result = Deployer(kube, discovery, options).deploy(bundle)
-    finally:
-        kube.close()
-    return result
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
 
 
 def main():
-    module = AnsibleModule(argument_spec=mc.argument_spec(APPLY_SPEC), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=apply_task.argument_spec(), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
-        result = run(module)
+        result = apply_task.run(module.params, module.check_mode, module._diff)
     except ManentError as exc:
         mc.fail(module, exc)
-    out = result.to_dict()
-    if module._diff:
-        out["diff"] = [c.diff for c in result.changes if c.diff]
-    mc.exit_result(module, out)
+    mc.exit_result(module, apply_task.result_dict(result, module._diff))
 
 
 if __name__ == "__main__":

@@ -189,10 +189,11 @@ def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clu
 def test_waves_stop_after_the_first_wave_with_a_failure(clusters, inventory_path, namespaces, tmp_path):
     ns = namespaces
     # One manifest; ${POD_STATE} is "never-ready" in region eu-1 (group variable) and "ready" elsewhere: the
-    # kwok clusters keep pods annotated manent.test/never-ready unready, and the deadline makes it fail at once.
+    # kwok clusters keep pods annotated manent.test/never-ready unready, and the deadline makes it fail at once
+    # (14 s: long enough for one progress line, printed after 10 s of waiting).
     manifest = write_manifest(str(tmp_path / "web.yaml"), [{
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-        "spec": {"replicas": 1, "progressDeadlineSeconds": 5, "selector": {"matchLabels": {"app": "web"}},
+        "spec": {"replicas": 1, "progressDeadlineSeconds": 14, "selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": {"app": "web"},
                                            "annotations": {"manent.test/${POD_STATE}": "true"}},
                               "spec": {"containers": [{"name": "web", "image": PAUSE}]}}}}])
@@ -210,6 +211,7 @@ def test_waves_stop_after_the_first_wave_with_a_failure(clusters, inventory_path
     assert "ProgressDeadlineExceeded" in summary["eu1a"]["message"] or \
         "progress" in summary["eu1a"]["message"].lower(), summary["eu1a"]
     assert "eu1a: " in run.output and "not started" in run.output  # the table names both
+    assert "manent_apply [eu1a]: still rolling out: Deployment/%s/web" % ns in run.output, run.explain()
     assert run.recap["eu1a"]["failed"] == 1 and run.recap["eu1a"]["rescued"] == 1
     us1a = _by_name(clusters)["us1a"]
     assert us1a.get("apps/v1", "Deployment", ns, "web") is None
