@@ -122,7 +122,7 @@ class Applier:
                 raise conflict_error(obj, takeovers) from exc
             return self._patch(obj, force=True), takeovers
 
-    def apply_one(self, obj, phase="upgrade"):
+    def apply_one(self, obj):
         started = time.monotonic()
         subject = ref(obj)
         live = before = self.get(obj)
@@ -224,7 +224,7 @@ class Applier:
                     errors.append(_named(obj, exc))
         return results, errors
 
-    def apply_tier(self, objects, phase="upgrade"):
+    def apply_tier(self, objects):
         """Apply independent objects concurrently; raise ApplyError with the partial change set on failure.
 
         Without ``force`` the tier is dry-run first and nothing of it is written when any object is refused.
@@ -233,7 +233,7 @@ class Applier:
             return []
         if not self.options.force and not self.options.dry_run:
             self.preflight(objects)
-        results, errors = self._each(objects, lambda obj: self.apply_one(obj, phase))
+        results, errors = self._each(objects, self.apply_one)
         done = [r for r in results if r is not None]
         if errors:
             raise ApplyError("%d object(s) failed to apply:\n- %s" % (len(errors), "\n- ".join(errors)),

@@ -25,7 +25,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
     CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change, crd_kinds)
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApiError, ApplyError, InputError, ManentError, NotFoundError, WaitError)
+    ApiError, ApplyError, InputError, ManentError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
     ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT,
@@ -159,7 +159,7 @@ class Deployer:
         saved = False
         try:
             t = time.monotonic()
-            result.changes.extend(self.applier.apply_tier(ns_objects, phase))
+            result.changes.extend(self.applier.apply_tier(ns_objects))
             if not noop:
                 store.acquire(break_lock=self.options.break_lock)
                 locked = True
@@ -169,7 +169,7 @@ class Deployer:
             for tier, objs in groups:
                 if tier == TIER_NAMESPACES:
                     continue
-                result.changes.extend(self.applier.apply_tier(objs, phase))
+                result.changes.extend(self.applier.apply_tier(objs))
                 if tier == TIER_CRDS:
                     self.applier.wait_established(objs)
             timings["apply"] = time.monotonic() - t
@@ -361,9 +361,9 @@ class Deployer:
         if current is None:
             raise ManentError("no release in service to roll back to", subject="history in %s" % namespace,
                               hint="deploy first; rollback needs a successful release in history")
-        newest = next(iter(store.records()), None)
-        if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
-            default_target, rolled_back = current["version"], newest["version"]
+        unfinished = _unfinished_release(store, current)
+        if unfinished:
+            default_target, rolled_back = current["version"], unfinished
         else:
             default_target, rolled_back = (store.locator() or {}).get("replaced"), current["version"]
         target = to_version or default_target
@@ -395,11 +395,20 @@ class Deployer:
         if not current:
             return []
         objects = list(store.previous_objects())
-        newest = next(iter(store.records()), None)
-        if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
+        unfinished = _unfinished_release(store, current)
+        if unfinished:
             seen = {key_of(o) for o in objects}
-            objects.extend(o for o in store.load(newest["version"])[1] if key_of(o) not in seen)
+            objects.extend(o for o in store.load(unfinished)[1] if key_of(o) not in seen)
         return objects
+
+
+def _unfinished_release(store, current):
+    """The version of the newest record when it failed (or never finished) after the release in service,
+    else "": its objects may be on the cluster although it never went into service."""
+    newest = next(iter(store.records()), None)
+    if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
+        return newest["version"]
+    return ""
 
 
 def _other_release(live, stored):
@@ -455,9 +464,3 @@ def change_warnings(changes):
             out.append("%s: took over fields from other field managers: %s" % (
                 c.subject, ", ".join("%(field)s (from %(manager)s)" % t for t in c.takeovers)))
     return out
-
-
-def wait_error_summary(exc):
-    if isinstance(exc, WaitError):
-        return exc.statuses
-    return []
