@@ -9,6 +9,10 @@ Pure functions only: nothing here talks to a cluster, and every clock reading ca
   and holds the deploy lock of its release key.
 * One *record* per release, named ``<locator>-<version>``, holds the objects that release applied
   (gzip-compressed JSON in ``binaryData``) and its metadata (in ``data``).
+* The values of a release's Secrets never go into a ConfigMap: the record keeps each Secret without
+  ``data``/``stringData`` and the whole Secret objects go to a *companion* Secret of the same name (type
+  ``manent.io/release-secrets.v1``). Records of releases without Secrets have no companion, so a token
+  with ConfigMap rights alone can deploy them.
 
 ``<hash>`` is the first 8 hex digits of sha256 over ``tenant\\napplication\\nartifact\\nenvironment``;
 it keeps names of different release keys apart even when the readable parts are sanitised or shortened.
@@ -29,7 +33,7 @@ import zlib
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ANNOTATION_VERSION
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
 
 HASH_LEN = 8
 VERSION_HASH_LEN = 6
@@ -47,9 +51,17 @@ HISTORY_LOCATOR = "locator"
 HISTORY_RECORD = "record"
 
 RECORD_LIMIT = 900 * 1024
+# Format 1: every object, Secrets included, in the ConfigMap. Format 2: Secrets in a companion Secret.
+# Records without Secrets are written as format 1 (identical in both), so older manents still read them.
 RECORD_FORMAT = "1"
+RECORD_FORMAT_SECRETS = "2"
+READABLE_FORMATS = (RECORD_FORMAT, RECORD_FORMAT_SECRETS)
 OBJECTS_KEY = "objects.json.gz"
 LEGACY_OBJECTS_KEY = "objects.json"
+SECRETS_FIELD = "secrets"
+SECRETS_KEY = "secrets.json.gz"
+SECRETS_TYPE = "manent.io/release-secrets.v1"
+SECRET_VALUE_FIELDS = ("data", "stringData")
 
 STATUS_PENDING = "pending"
 STATUS_DEPLOYED = "deployed"
@@ -59,10 +71,10 @@ STATUS_ROLLED_BACK = "rolled-back"
 STATUSES = (STATUS_PENDING, STATUS_DEPLOYED, STATUS_FAILED, STATUS_SUPERSEDED, STATUS_ROLLED_BACK)
 
 RECORD_FIELDS = ("version", "deployment", "artifactSha256", "created", "status", "slot", "replaced",
-                 "objectCount", "format")
+                 "objectCount", "format", SECRETS_FIELD)
 # Record fields the caller may set; the others follow from the release and its objects.
 RECORD_META_FIELDS = ("artifactSha256", "created", "status", "slot", "replaced")
-_FIXED_RECORD_FIELDS = ("version", "objectCount", "format")
+_FIXED_RECORD_FIELDS = ("version", "objectCount", "format", SECRETS_FIELD)
 
 LOCK_FIELDS = ("lockHolder", "lockSince", "lockExpires")
 LOCATOR_FIELDS = ("version", "deployment", "record", "slot", "replaced", "replacedRecord", "updated") + LOCK_FIELDS
@@ -224,12 +236,49 @@ def _check_status(status, subject):
                          hint="use one of: %s" % ", ".join(STATUSES))
 
 
+def is_secret(obj):
+    """True for a core v1 Secret (the one kind whose values never go into a ConfigMap)."""
+    return isinstance(obj, dict) and obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def split_secrets(objects):
+    """(``objects`` with each Secret's ``data``/``stringData`` removed, the Secret objects whole)."""
+    stored, secrets = [], []
+    for obj in objects:
+        if is_secret(obj):
+            secrets.append(obj)
+            obj = {name: value for name, value in obj.items() if name not in SECRET_VALUE_FIELDS}
+        stored.append(obj)
+    return stored, secrets
+
+
+def _pack(objects, subject, what="objects"):
+    """Compressed canonical JSON of ``objects``; HistoryError above RECORD_LIMIT (nothing written yet)."""
+    try:
+        raw = json.dumps(objects, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as err:
+        raise InputError("an object holds a value that cannot be saved as JSON: %s" % err, subject=subject,
+                         hint="quote dates and other non-string scalars in the manifests") from err
+    packed = _gzip(raw)
+    if len(packed) > RECORD_LIMIT:
+        raise HistoryError(
+            "the %d %s take %d bytes compressed (%.0f KiB), above the history limit of %d bytes (%d KiB)"
+            % (len(objects), what, len(packed), len(packed) / 1024.0, RECORD_LIMIT, RECORD_LIMIT // 1024),
+            subject=subject, hint=_TOO_LARGE_HINT)
+    return base64.b64encode(packed).decode("ascii")
+
+
+def encode_objects(stored, subject):
+    """``binaryData`` of a record holding ``stored`` (objects whose Secrets were already split off)."""
+    return {OBJECTS_KEY: _pack(stored, subject)}
+
+
 def encode_record(release, namespace, objects, meta=None):
     """The record ConfigMap of ``release``: its applied ``objects`` compressed, and its metadata.
 
-    ``meta`` may set artifactSha256, created (datetime or RFC 3339; default now), status (default pending),
-    slot and replaced. Raises HistoryError, before anything is written, when the compressed objects exceed
-    RECORD_LIMIT.
+    Secrets are kept without their values (see :func:`encode_companion`). ``meta`` may set artifactSha256,
+    created (datetime or RFC 3339; default now), status (default pending), slot and replaced. Raises
+    HistoryError, before anything is written, when the compressed objects exceed RECORD_LIMIT.
     """
     meta = dict(meta or {})
     subject = release_subject(release)
@@ -251,17 +300,8 @@ def encode_record(release, namespace, objects, meta=None):
     elif parse_time(created) is None:
         raise InputError("created %r is not an RFC 3339 time" % (created,), subject=subject,
                          hint="pass a datetime or text like 2024-05-01T12:00:00Z")
-    try:
-        raw = json.dumps(objects, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError) as err:
-        raise InputError("an object holds a value that cannot be saved as JSON: %s" % err, subject=subject,
-                         hint="quote dates and other non-string scalars in the manifests") from err
-    packed = _gzip(raw)
-    if len(packed) > RECORD_LIMIT:
-        raise HistoryError(
-            "the %d objects take %d bytes compressed (%.0f KiB), above the history limit of %d bytes (%d KiB)"
-            % (len(objects), len(packed), len(packed) / 1024.0, RECORD_LIMIT, RECORD_LIMIT // 1024),
-            subject=subject, hint=_TOO_LARGE_HINT)
+    stored, secrets = split_secrets(objects)
+    name = record_name(release.key, release.version)
     data = {
         "version": str(release.version),
         "deployment": str(release.deployment or ""),
@@ -271,20 +311,103 @@ def encode_record(release, namespace, objects, meta=None):
         "slot": str(meta.get("slot") or ""),
         "replaced": str(meta.get("replaced") or ""),
         "objectCount": str(len(objects)),
-        "format": RECORD_FORMAT,
+        "format": RECORD_FORMAT_SECRETS if secrets else RECORD_FORMAT,
+        SECRETS_FIELD: name if secrets else "",
     }
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": record_name(release.key, release.version),
+            "name": name,
             "namespace": namespace,
             "labels": history_labels(release.key, HISTORY_RECORD, release.version),
             "annotations": release.annotations(),
         },
         "data": data,
-        "binaryData": {OBJECTS_KEY: base64.b64encode(packed).decode("ascii")},
+        "binaryData": encode_objects(stored, subject),
     }
+
+
+def encode_companion(cm, secrets):
+    """The companion Secret of history ConfigMap ``cm`` holding the whole ``secrets``; None when there are none.
+
+    Same name, namespace, labels and annotations as ``cm``; owned by it when ``cm`` has a uid (deleting the
+    ConfigMap then lets the garbage collector delete the companion too).
+    """
+    if not secrets:
+        return None
+    metadata = cm.get("metadata") or {}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": SECRETS_TYPE,
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "labels": dict(metadata.get("labels") or {}),
+            "annotations": dict(metadata.get("annotations") or {}),
+        },
+        "data": {SECRETS_KEY: _pack(secrets, _cm_subject(cm), what="Secret objects")},
+    }
+    if metadata.get("uid"):
+        body["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                "name": metadata.get("name"), "uid": metadata["uid"]}]
+    return body
+
+
+def companion_name(cm):
+    """Name of the companion Secret that holds the Secrets of history ConfigMap ``cm`` ('' when none)."""
+    return str(_data(cm, _cm_subject(cm)).get(SECRETS_FIELD) or "")
+
+
+def needs_migration(cm):
+    """True for a history ConfigMap written before Secrets were split off (it has no ``secrets`` field)."""
+    return SECRETS_FIELD not in _data(cm, _cm_subject(cm))
+
+
+def migrate(cm):
+    """(ConfigMap without Secret values, companion Secret or None) for a ConfigMap of the earlier format.
+
+    The objects, metadata and everything else stay as they were; a ConfigMap that holds no Secret only
+    gets an empty ``secrets`` field, so that it is not unpacked again.
+    """
+    subject = _cm_subject(cm)
+    _meta, objects = decode_record(cm)
+    stored, secrets = split_secrets(objects)
+    out = copy.deepcopy(cm)
+    data = dict(_data(out, subject))
+    data[SECRETS_FIELD] = out["metadata"]["name"] if secrets else ""
+    if secrets:
+        data.pop(LEGACY_OBJECTS_KEY, None)
+        data["format"] = RECORD_FORMAT_SECRETS
+        out["binaryData"] = dict(out.get("binaryData") or {}, **encode_objects(stored, subject))
+    out["data"] = data
+    return out, encode_companion(out, secrets)
+
+
+def restore_secrets(objects, companion, cm):
+    """``objects`` as stored in ``cm`` with each Secret replaced by the whole one from ``companion``."""
+    subject = _cm_subject(cm)
+    name = companion_name(cm)
+    where = "Secret/%s/%s" % ((cm.get("metadata") or {}).get("namespace") or "", name)
+    hint = "this release cannot be rolled back to; deploy a known good version instead"
+    if not isinstance(companion, dict) or companion.get("type") != SECRETS_TYPE:
+        raise HistoryError("the Secrets of this release are kept in %s, which is missing or not of type %s"
+                           % (where, SECRETS_TYPE), subject=subject, hint=hint)
+    packed = (companion.get("data") or {}).get(SECRETS_KEY)
+    whole = {}
+    for obj in _unpack(packed, where, "%s of %s" % (SECRETS_KEY, where)):
+        if not is_secret(obj):
+            raise HistoryError("%s holds an object that is not a Secret" % where, subject=subject, hint=hint)
+        whole[key_of(obj)] = obj
+    out = []
+    for obj in objects:
+        if is_secret(obj):
+            if key_of(obj) not in whole:
+                raise HistoryError("%s is not in %s" % (ref(obj), where), subject=subject, hint=hint)
+            obj = whole[key_of(obj)]
+        out.append(obj)
+    return out
 
 
 def _cm_subject(cm):
@@ -316,35 +439,47 @@ def record_meta(cm):
     return meta
 
 
-def _unpack_objects(cm, data, subject):
-    packed = (cm.get("binaryData") or {}).get(OBJECTS_KEY)
+def _unpack(packed, subject, what):
+    """The list of objects in base64 (or raw bytes) gzip-compressed JSON ``packed``."""
+    hint = "this release cannot be rolled back to; delete the record"
     try:
-        if packed is not None:
-            if isinstance(packed, str):
-                packed = base64.b64decode(packed, validate=True)
-            text = gzip.decompress(packed).decode("utf-8")
-        elif data.get(LEGACY_OBJECTS_KEY) is not None:
-            text = data[LEGACY_OBJECTS_KEY]
-        else:
-            raise HistoryError("the record holds no objects (no binaryData %s nor data %s)"
-                               % (OBJECTS_KEY, LEGACY_OBJECTS_KEY), subject=subject,
-                               hint="this release cannot be rolled back to; delete the record")
+        if isinstance(packed, str):
+            packed = base64.b64decode(packed, validate=True)
+        return _object_list(gzip.decompress(packed).decode("utf-8"), subject, what)
+    except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError, TypeError) as err:
+        raise HistoryError("the saved %s are corrupt: %s" % (what, err), subject=subject, hint=hint) from err
+
+
+def _object_list(text, subject, what):
+    hint = "this release cannot be rolled back to; delete the record"
+    try:
         objects = json.loads(text)
-    except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError) as err:
-        raise HistoryError("the saved objects are corrupt: %s" % err, subject=subject,
-                           hint="this release cannot be rolled back to; delete the record") from err
+    except (ValueError, TypeError) as err:
+        raise HistoryError("the saved %s are corrupt: %s" % (what, err), subject=subject, hint=hint) from err
     if not isinstance(objects, list) or not all(isinstance(obj, dict) for obj in objects):
-        raise HistoryError("the saved objects are not a list of objects", subject=subject,
-                           hint="this release cannot be rolled back to; delete the record")
+        raise HistoryError("the saved %s are not a list of objects" % what, subject=subject, hint=hint)
     return objects
 
 
+def _unpack_objects(cm, data, subject):
+    packed = (cm.get("binaryData") or {}).get(OBJECTS_KEY)
+    if packed is not None:
+        return _unpack(packed, subject, "objects")
+    if data.get(LEGACY_OBJECTS_KEY) is not None:
+        return _object_list(data[LEGACY_OBJECTS_KEY], subject, "objects")
+    raise HistoryError("the record holds no objects (no binaryData %s nor data %s)"
+                       % (OBJECTS_KEY, LEGACY_OBJECTS_KEY), subject=subject,
+                       hint="this release cannot be rolled back to; delete the record")
+
+
 def decode_record(cm):
-    """(meta, objects) of a record ConfigMap; also reads records with uncompressed ``data: objects.json``."""
+    """(meta, objects as stored) of a record ConfigMap; also reads records with uncompressed
+    ``data: objects.json``. When ``meta["secrets"]`` names a companion, its Secrets are stored without values:
+    :func:`restore_secrets` puts them back."""
     subject = _cm_subject(cm)
     data = _data(cm, subject)
     meta = record_meta(cm)
-    if meta["format"] and meta["format"] != RECORD_FORMAT:
+    if meta["format"] and meta["format"] not in READABLE_FORMATS:
         raise HistoryError("record format %r is newer than this manent understands" % meta["format"],
                            subject=subject, hint="upgrade the manent.kubernetes collection")
     return meta, _unpack_objects(cm, data, subject)

@@ -10,6 +10,12 @@ the API server refuses the second write with 409 Conflict.
 
 Only ConfigMaps of this store's release key are ever touched: records are listed by the key's labels
 *and* must be named ``<locator>-...`` (the locator name ends with the hash of the full key).
+
+The Secrets of a release are kept in a companion Secret of the record's name (see history_codec); the
+store reads, writes and deletes a companion only for records that name one, so histories of releases
+without Secrets need ConfigMap rights alone. Records of the earlier format (Secrets inside the ConfigMap)
+are still read, and :meth:`HistoryStore.migrate` (run under the lock by every deploy) moves their
+Secrets out.
 """
 
 from __future__ import annotations
@@ -93,8 +99,8 @@ class HistoryStore:
         except ApiError as err:
             if err.status == 403:
                 hint = ("the deploy credentials need get, list, create, update, patch and delete on configmaps "
-                        "(and on secrets to remove Helm releases) in namespace %s: grant them in a Role bound to "
-                        "this user" % self.namespace)
+                        "(and on secrets for releases that contain Secrets, and to remove Helm releases) in "
+                        "namespace %s: grant them in a Role bound to this user" % self.namespace)
             elif err.status == 404:
                 hint = "check that namespace %s exists" % self.namespace
             elif err.transient:
@@ -103,10 +109,11 @@ class HistoryStore:
                 hint = err.hint or "check the object named here, then run the deploy again"
             raise HistoryError("cannot %s: %s" % (action, err.message), subject=subject, hint=hint) from err
 
-    def _get(self, name, action="read the release history"):
-        """The ConfigMap, or None when it does not exist."""
+    def _get(self, name, action="read the release history", resource="configmaps", kind="ConfigMap"):
+        """The ConfigMap (or Secret), or None when it does not exist."""
         try:
-            return self._call("GET", self._path(name), self._subject(name), action, passthrough=(NotFoundError,))
+            return self._call("GET", self._path(name, resource), self._subject(name, kind), action,
+                              passthrough=(NotFoundError,))
         except NotFoundError:
             return None
 
@@ -114,6 +121,65 @@ class HistoryStore:
         name = cm["metadata"]["name"]
         return self._call("PUT", self._path(name), self._subject(name), action, passthrough=(ConflictError,),
                           body=cm)
+
+    # ------------------------------------------------------------------ companion Secrets
+
+    def _write_companion(self, cm, secrets, action):
+        """Create or replace the companion Secret holding ``secrets`` of the written ConfigMap ``cm`` (owned by
+        it); nothing when there are no Secrets."""
+        self._write_companion_body(codec.encode_companion(cm, secrets), action)
+
+    def _write_companion_body(self, body, action):
+        if body is None:
+            return
+        name = body["metadata"]["name"]
+        subject = self._subject(name, "Secret")
+        try:
+            self._call("POST", self._path(resource="secrets"), subject, action, passthrough=(ConflictError,),
+                       body=body)
+            return
+        except ConflictError:
+            pass
+        for _attempt in range(CONFLICT_RETRIES):
+            live = self._get(name, action, "secrets", "Secret")
+            if live is None:
+                try:
+                    self._call("POST", self._path(resource="secrets"), subject, action,
+                               passthrough=(ConflictError,), body=body)
+                    return
+                except ConflictError:
+                    continue
+            if live.get("type") != codec.SECRETS_TYPE:
+                raise HistoryError("cannot %s: a Secret of this name exists and is not of type %s"
+                                   % (action, codec.SECRETS_TYPE), subject=subject,
+                                   hint="rename or delete that Secret; manent keeps release Secrets under this name")
+            body["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
+            try:
+                self._call("PUT", self._path(name, "secrets"), subject, action, passthrough=(ConflictError,),
+                           body=body)
+                return
+            except ConflictError:
+                continue
+        raise HistoryError("cannot %s: the Secret kept changing under us" % action, subject=subject,
+                           hint="another process is writing this release history; stop it and deploy again")
+
+    def _delete_companion(self, cm, action):
+        """Delete the companion Secret named by history ConfigMap ``cm``, if it names one."""
+        name = codec.companion_name(cm)
+        if not name:
+            return False
+        live = self._get(name, action, "secrets", "Secret")
+        if live is None or live.get("type") != codec.SECRETS_TYPE:
+            return False
+        return self._delete(live, action, resource="secrets", kind="Secret")
+
+    def _with_secrets(self, cm, objects, action):
+        """``objects`` as stored in ``cm`` with the Secrets of its companion put back."""
+        name = codec.companion_name(cm)
+        if not name:
+            return objects
+        companion = self._get(name, action, "secrets", "Secret")
+        return codec.restore_secrets(objects, companion, cm)
 
     def _update(self, name, change, action, missing_hint=None, missing_ok=False):
         """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
@@ -280,19 +346,26 @@ class HistoryStore:
                              subject=self._subject(self.locator_name))
 
     def prepare_record(self, release, objects, meta=None):
-        """The record ConfigMap of ``release`` (status pending); HistoryError when too large. Writes nothing."""
+        """The record ConfigMap of ``release`` (status pending); HistoryError when it or its companion Secret
+        is too large. Writes nothing."""
         self._check_release(release)
         meta = dict(meta or {})
         meta.setdefault("created", self._now())
-        return codec.encode_record(release, self.namespace, objects, meta)
+        body = codec.encode_record(release, self.namespace, objects, meta)
+        codec.encode_companion(body, codec.split_secrets(objects)[1])  # size check of the Secrets
+        return body
 
     def save_record(self, release, objects, meta=None):
-        """Write the record of ``release`` (replacing the record of the same version); returns its name."""
+        """Write the record of ``release`` (replacing the record of the same version), then its companion
+        Secret when the release has Secrets; returns the record name."""
         body = self.prepare_record(release, objects, meta)
         name = body["metadata"]["name"]
         action = "save the release record of version %s" % release.version
+        secrets = codec.split_secrets(objects)[1]
         try:
-            self._call("POST", self._path(), self._subject(name), action, passthrough=(ConflictError,), body=body)
+            written = self._call("POST", self._path(), self._subject(name), action, passthrough=(ConflictError,),
+                                 body=body)
+            self._write_companion(written, secrets, action)
             return name
         except ConflictError:
             pass
@@ -300,13 +373,19 @@ class HistoryStore:
         if current and current["record"] == name:
             self.notes.append("version %s is redeployed: its record %s, the one in service, now holds the objects "
                               "of deploy %s" % (release.version, self._subject(name), release.deployment))
+        replaced = []
 
         def replace(cm):
+            replaced[:] = [cm]
             out = copy.deepcopy(body)
             out["metadata"]["resourceVersion"] = cm["metadata"].get("resourceVersion")
             return out
 
-        self._update(name, replace, action)
+        written = self._update(name, replace, action)
+        if secrets:
+            self._write_companion(written, secrets, action)
+        elif replaced:
+            self._delete_companion(replaced[0], action)
         return name
 
     def mark(self, version, status, **fields):
@@ -361,8 +440,9 @@ class HistoryStore:
         """Metadata of this release key's records, newest first (objects are not unpacked)."""
         return sorted((codec.record_meta(cm) for cm in self._raw_records()), key=_newest_first, reverse=True)
 
-    def load(self, version):
-        """(meta, objects) of the record of ``version``."""
+    def load(self, version, secrets=True):
+        """(meta, objects) of the record of ``version``; with ``secrets=False`` the Secrets come without their
+        values and the companion Secret is not read (enough for kinds, names, labels and annotations)."""
         name = codec.record_name(self.key, version)
         cm = self._get(name, "read the record of version %s" % version)
         if cm is None:
@@ -373,10 +453,13 @@ class HistoryStore:
         if meta["version"] and meta["version"] != str(version):
             raise HistoryError("the record holds version %s, not %s" % (meta["version"], version),
                                subject=self._subject(name), hint="the record was edited by hand; delete it")
+        if secrets:
+            objects = self._with_secrets(cm, objects, "read the Secrets of version %s" % version)
         return meta, objects
 
-    def previous_objects(self):
-        """The saved objects of the release in service; [] when nothing is in service."""
+    def previous_objects(self, secrets=False):
+        """The saved objects of the release in service ([] when nothing is in service); Secrets without their
+        values unless ``secrets``."""
         current = self.in_service()
         if current is None:
             return []
@@ -385,7 +468,8 @@ class HistoryStore:
             raise HistoryError("the release in service (version %s) has no record" % current["version"],
                                subject=self._subject(current["record"]),
                                hint="it cannot be rolled back to; deploy a known good version instead")
-        return codec.decode_record(cm)[1]
+        objects = codec.decode_record(cm)[1]
+        return self._with_secrets(cm, objects, "read the Secrets of the release in service") if secrets else objects
 
     def cleanup(self, keep):
         """Delete this key's records beyond the ``keep`` newest, never the one in service nor the one it
@@ -397,14 +481,51 @@ class HistoryStore:
         deleted = []
         for name in doomed:
             if self._delete(cms[name], "delete the old release record"):
+                self._delete_companion(cms[name], "delete the Secrets of an old release record")
                 deleted.append(name)
         if deleted:
             for cm in self._raw_records(HISTORY_BACKUP):
                 annotations = cm["metadata"].get("annotations") or {}
                 if annotations.get(ANNOTATION_BACKUP_OF) in deleted and self._delete(cm, "delete a record backup"):
+                    if codec.companion_name(cm) != codec.companion_name(cms[annotations[ANNOTATION_BACKUP_OF]]):
+                        self._delete_companion(cm, "delete the Secrets of a record backup")
                     self.notes.append("deleted %s, the backup of a deleted record"
                                       % self._subject(cm["metadata"]["name"]))
         return deleted
+
+    # ------------------------------------------------------------------ earlier format
+
+    def migrate(self):
+        """Move the Secrets of this key's records and backups written by the earlier format (Secrets inside
+        the ConfigMap) to companion Secrets; mark those without Secrets as checked. Call it holding the lock.
+
+        Each ConfigMap is unpacked once: afterwards it carries the ``secrets`` field. Returns the names of the
+        ConfigMaps whose Secrets were moved.
+        """
+        moved = []
+        for cm in self._raw_records() + self._raw_records(HISTORY_BACKUP):
+            if not codec.needs_migration(cm):
+                continue
+            name = cm["metadata"]["name"]
+            action = "move the Secrets of %s out of the ConfigMap" % name
+            try:
+                new_cm, companion = codec.migrate(cm)
+            except HistoryError as err:
+                self.notes.append("left %s as it is: %s" % (self._subject(name), err))
+                continue
+            # The Secret first: if writing it fails, the ConfigMap still holds the values (nothing lost).
+            self._write_companion_body(companion, action)
+            try:
+                self._put(new_cm, action)
+            except ConflictError:
+                self.notes.append("%s changed while its Secrets were moved; the next deploy moves them"
+                                  % self._subject(name))
+                continue
+            if companion is not None:
+                moved.append(name)
+                self.notes.append("moved the Secret values of %s to %s (history format 2)"
+                                  % (self._subject(name), self._subject(name, "Secret")))
+        return moved
 
     def _delete(self, obj, action, resource="configmaps", kind="ConfigMap"):
         """Delete exactly the object that was read (uid precondition); False when already gone."""
@@ -431,6 +552,8 @@ class HistoryStore:
         changed its original content is copied to ``<record>-bak`` (kept if it already exists, so it holds
         the oldest original). A second run finds nothing to rewrite.
         """
+        if not dry_run:
+            self.migrate()  # records of the earlier format: their Secrets leave the ConfigMap before rewriting
         report = []
         for cm in sorted(self._raw_records(), key=lambda item: item["metadata"]["name"]):
             entry = self._rewrite_one(cm, served_fn, dry_run)
@@ -442,6 +565,9 @@ class HistoryStore:
         name = cm["metadata"]["name"]
         entry = {"record": name, "version": codec.record_meta(cm)["version"], "action": ACTION_ERROR,
                  "changes": [], "errors": [], "backup": ""}
+        if not dry_run and codec.needs_migration(cm):
+            entry["errors"].append("its Secrets could not be moved out of the ConfigMap (see the warnings)")
+            return entry
         try:
             meta, objects = codec.decode_record(cm)
         except HistoryError as err:
@@ -465,9 +591,7 @@ class HistoryStore:
         if dry_run:
             entry["action"] = ACTION_WOULD_REWRITE
             return entry
-        release = Release(self.key, meta["version"], meta["deployment"])
-        packed = codec.encode_record(release, self.namespace, mapped,
-                                     {"created": codec.format_time(self._now())})["binaryData"]
+        packed = codec.encode_objects(mapped, codec.release_subject(Release(self.key, meta["version"])))
         self._write_backup(cm, entry["backup"])
         rewritten = copy.deepcopy(cm)
         data = dict(rewritten.get("data") or {})

@@ -120,7 +120,9 @@ in_service:
   returned: always
   type: dict
 records:
-  description: The release records, newest first (name, version, status, created, deployment).
+  description:
+    - The release records, newest first (name, version, status, created, deployment, format, and C(secrets), the
+      companion Secret holding the release's Secrets, empty when it has none).
   returned: always
   type: list
   elements: dict
@@ -174,7 +176,7 @@ HISTORY_SPEC = {
 def audit(store, discovery, cluster_version):
     findings = []
     for rec in store.records():
-        _meta, objects = store.load(rec["version"])
+        _meta, objects = store.load(rec["version"], secrets=False)
         for obj in objects:
             served = discovery.served(obj.get("apiVersion", ""), obj.get("kind", ""))
             finding = apiversions.check(obj.get("apiVersion", ""), obj.get("kind", ""), cluster_version, served)

@@ -11,6 +11,7 @@ import datetime
 import gzip
 import hashlib
 import json
+import os
 import random
 import re
 
@@ -225,7 +226,7 @@ def test_encode_record_manifest():
     assert cm["data"] == {
         "version": "1.4.0", "deployment": "deploy-42", "artifactSha256": "ab" * 32,
         "created": "2024-05-01T12:00:00Z", "status": "deployed", "slot": "b", "replaced": "1.3.0",
-        "objectCount": "2", "format": "1",
+        "objectCount": "2", "format": "1", "secrets": "",
     }
     assert list(cm["binaryData"]) == ["objects.json.gz"]
     assert all(isinstance(value, str) for value in cm["data"].values())
@@ -340,7 +341,7 @@ def corrupt(binary=None, data=None):
      "the saved objects are not a list of objects"),
     (corrupt(data={"objects.json": "[1, 2]"}), "the saved objects are not a list of objects"),
     (corrupt(), "the record holds no objects"),
-    (corrupt(data={"format": "2", "objects.json": "[]"}), "record format '2' is newer than this manent"),
+    (corrupt(data={"format": "3", "objects.json": "[]"}), "record format '3' is newer than this manent"),
     (corrupt(data=["x"]), "'data' is not a mapping"),
 ])
 def test_corrupt_record_names_the_configmap(cm, message):
@@ -499,3 +500,111 @@ def test_keep_below_two_is_refused(keep):
     with pytest.raises(InputError) as info:
         hc.records_to_delete(HISTORY, keep, set())
     assert str(info.value).startswith("keep_releases: must be a whole number of at least 2")
+
+
+# --------------------------------------------------------------------------- Secrets kept out of ConfigMaps
+
+
+SECRET = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+          "metadata": {"name": "db", "namespace": "shop-prod", "labels": {"app": "shop"}},
+          "data": {"password": base64.b64encode(b"hunter2-value").decode()}, "stringData": {"user": "admin-name"}}
+
+
+def _all_text(cm):
+    """Every string of ``cm`` with its gzip-compressed binaryData unpacked."""
+    parts = [json.dumps(cm)]
+    for value in (cm.get("binaryData") or {}).values():
+        parts.append(gzip.decompress(base64.b64decode(value)).decode())
+    return "\n".join(parts)
+
+
+def test_secret_values_never_reach_the_configmap():
+    cm = make_record(objects=OBJECTS + [SECRET])
+    text = _all_text(cm)
+    for value in ("hunter2-value", SECRET["data"]["password"], "admin-name"):
+        assert value not in text
+    assert cm["data"]["format"] == "2" and cm["data"]["secrets"] == cm["metadata"]["name"]
+    assert cm["data"]["objectCount"] == "3"
+    stored = hc.decode_record(cm)[1]
+    assert stored[2] == {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": SECRET["metadata"]}
+    assert stored[:2] == OBJECTS
+
+
+def test_companion_holds_the_secrets_and_restores_them_exactly():
+    cm = make_record(objects=[SECRET] + OBJECTS)
+    cm["metadata"]["uid"] = "1234"
+    companion = hc.encode_companion(cm, hc.split_secrets([SECRET] + OBJECTS)[1])
+    assert companion["kind"] == "Secret" and companion["type"] == "manent.io/release-secrets.v1"
+    assert companion["metadata"]["name"] == cm["metadata"]["name"]
+    assert companion["metadata"]["labels"] == cm["metadata"]["labels"]
+    assert companion["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": cm["metadata"]["name"], "uid": "1234"}]
+    assert list(companion["data"]) == ["secrets.json.gz"]
+    restored = hc.restore_secrets(hc.decode_record(cm)[1], companion, cm)
+    assert restored == [SECRET] + OBJECTS
+
+
+def test_no_companion_without_secrets():
+    cm = make_record()
+    assert hc.encode_companion(cm, hc.split_secrets(OBJECTS)[1]) is None
+    assert hc.companion_name(cm) == "" and not hc.needs_migration(cm)
+
+
+@pytest.mark.parametrize("companion, message", [
+    (None, "missing or not of type manent.io/release-secrets.v1"),
+    ({"type": "Opaque", "data": {}}, "missing or not of type"),
+    ({"type": "manent.io/release-secrets.v1", "data": {"secrets.json.gz": "!!"}}, "corrupt"),
+    ({"type": "manent.io/release-secrets.v1", "data": {}}, "corrupt"),
+])
+def test_bad_companion_is_a_clear_error(companion, message):
+    cm = make_record(objects=[SECRET])
+    with pytest.raises(HistoryError) as info:
+        hc.restore_secrets(hc.decode_record(cm)[1], companion, cm)
+    assert message in str(info.value) and cm["metadata"]["name"] in str(info.value)
+
+
+def test_companion_missing_one_secret_names_it():
+    cm = make_record(objects=[SECRET])
+    other = dict(SECRET, metadata={"name": "other", "namespace": "shop-prod"})
+    companion = hc.encode_companion(cm, [other])
+    with pytest.raises(HistoryError) as info:
+        hc.restore_secrets(hc.decode_record(cm)[1], companion, cm)
+    assert "Secret/shop-prod/db is not in Secret/shop-prod/" in str(info.value)
+
+
+def _old_format(objects):
+    cm = make_record(objects=[])
+    raw = json.dumps(objects, sort_keys=True, separators=(",", ":")).encode()
+    cm["binaryData"] = {"objects.json.gz": base64.b64encode(gzip.compress(raw)).decode()}
+    cm["data"].pop("secrets")
+    cm["data"]["format"] = "1"
+    cm["data"]["objectCount"] = str(len(objects))
+    return cm
+
+
+def test_migrate_moves_secret_values_out_and_keeps_the_rest():
+    old = _old_format(OBJECTS + [SECRET])
+    assert hc.needs_migration(old) and "admin-name" not in json.dumps(old)  # only inside the gzip
+    assert SECRET["data"]["password"] in _all_text(old) and "admin-name" in _all_text(old)
+    new, companion = hc.migrate(old)
+    assert SECRET["data"]["password"] not in _all_text(new) and "admin-name" not in _all_text(new)
+    assert not hc.needs_migration(new)
+    assert new["data"]["format"] == "2" and new["metadata"] == old["metadata"]
+    assert {k: v for k, v in new["data"].items() if k not in ("format", "secrets")} == \
+        {k: v for k, v in old["data"].items() if k != "format"}
+    assert hc.restore_secrets(hc.decode_record(new)[1], companion, new) == OBJECTS + [SECRET]
+
+
+def test_migrate_without_secrets_only_marks_the_record():
+    old = _old_format(OBJECTS)
+    new, companion = hc.migrate(old)
+    assert companion is None and new["data"]["secrets"] == "" and new["binaryData"] == old["binaryData"]
+    assert new["data"]["format"] == "1"
+
+
+def test_companion_size_is_guarded():
+    big = dict(SECRET, data={"blob": base64.b64encode(os.urandom(1000 * 1024)).decode()})
+    cm = make_record(objects=[])
+    with pytest.raises(HistoryError) as info:
+        hc.encode_companion(cm, [big])
+    assert "Secret objects take" in str(info.value) and "KiB" in str(info.value)
