@@ -1,0 +1,382 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# Apache License 2.0 (see LICENSE)
+"""routes on real clusters: weights written with a resourceVersion-conditioned merge patch, another writer's
+change surviving the 409 and retry, refusals that write nothing, dry-run, and acceptance read from status.parents.
+
+The clusters serve the Gateway API v1.4.1 and Istio CRDs but run no route controller: the routes point at
+Services and a Gateway that do not exist (the API server validates only the schema), and the tests act as the
+controller by writing ``status.parents`` through the status subresource. Nothing is mocked: ``OtherWriter`` only
+lets another real write happen between manent's read and its patch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+    ConflictError, InputError, NotFoundError, WaitError)
+
+pytestmark = pytest.mark.integration
+
+TESTERS = {"name": "x-canary", "value": "always"}
+MERGE = "application/merge-patch+json"
+
+
+class OtherWriter:
+    """The real Kube, recording every request; before each of the first ``times`` PATCHes of the route's spec,
+    ``write()`` changes the route through another connection, so the API server refuses manent's patch (409)."""
+
+    def __init__(self, kube, write=None, times=1):
+        self._kube = kube
+        self.write = write
+        self.times = times
+        self.calls = []
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def request(self, method, path, **kw):
+        self.calls.append((method, dict(kw.get("query") or {})))
+        if method == "PATCH" and self.write is not None and self.times > 0:
+            self.times -= 1
+            self.write()
+        return self._kube.request(method, path, **kw)
+
+    def get_json(self, path, **kw):
+        return self.request("GET", path, **kw).data
+
+    def methods(self):
+        return [method for method, _query in self.calls]
+
+
+def backends(service, weights, port=8080):
+    return [{"name": "%s-%s" % (service, slot), "port": port, "weight": weight} for slot, weight in weights.items()]
+
+
+def httproute(namespace, slots=("a", "b")):
+    both = {slot: weight for slot, weight in (("a", 100), ("b", 0)) if slot in slots}
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "shop", "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": "no-such-gateway"}],
+            "rules": [
+                {"name": "testers", "matches": [{"path": {"type": "PathPrefix", "value": "/"},
+                                                 "headers": [{"name": "x-canary", "value": "always"}]}],
+                 "backendRefs": backends("shop", both)},
+                {"name": "static", "matches": [{"path": {"type": "PathPrefix", "value": "/static"}}],
+                 "filters": [{"type": "RequestHeaderModifier",
+                              "requestHeaderModifier": {"set": [{"name": "Cache-Control", "value": "max-age=60"}]}}],
+                 "backendRefs": [{"name": "static-v1", "port": 80, "weight": 3},
+                                 {"name": "static-v2", "port": 80, "weight": 1}]},
+                {"name": "app", "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                 "backendRefs": backends("shop", both)},
+            ],
+        },
+    }
+
+
+def create(cluster, obj):
+    ref = routes.RouteRef(obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+    collection = routes.path_of(ref).rsplit("/", 1)[0]
+    return cluster.kube.request("POST", collection, body=obj, subject=str(ref)).data
+
+
+def read(cluster, ref):
+    return routes.read_route(cluster.kube, ref)
+
+
+def rule(route, name):
+    return next(item for item in route["spec"]["rules"] if item.get("name") == name)
+
+
+def weights(item, service="shop"):
+    return {ref["name"][-1]: ref["weight"] for ref in item["backendRefs"] if ref["name"].startswith(service + "-")}
+
+
+def set_status(cluster, ref, generation, accepted="True", resolved="True", reason="Accepted", message=""):
+    """Act as the route controller: write status.parents for the Gateway the route names."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    conditions = [
+        {"type": "Accepted", "status": accepted, "reason": reason, "message": message,
+         "observedGeneration": generation, "lastTransitionTime": stamp},
+        {"type": "ResolvedRefs", "status": resolved, "reason": "ResolvedRefs", "message": "",
+         "observedGeneration": generation, "lastTransitionTime": stamp}]
+    status = {"parents": [{"parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                                         "name": "no-such-gateway"},
+                           "controllerName": "manent.io/test-controller", "conditions": conditions}]}
+    return cluster.kube.request("PATCH", routes.path_of(ref, "status"), body={"status": status},
+                                content_type=MERGE).data
+
+
+# ------------------------------------------------------------------------------------------- weights
+
+def test_steps_write_only_the_slot_weights(cluster, namespace):
+    created = create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    assert created["metadata"]["generation"] == 1 and "status" not in created  # accepted without Gateway/Services
+    generation = 1
+    for percent in (0, 10, 50):
+        out = routes.update_weights(cluster.kube, ref, "shop", "b", percent, testers=TESTERS)
+        stored = read(cluster, ref)
+        generation += 1
+        assert out["changed"] is True
+        assert out["generation"] == stored["metadata"]["generation"] == generation
+        assert out["resourceVersion"] == stored["metadata"]["resourceVersion"]
+        assert out["after"] == {"a": 100 - percent, "b": percent}
+        assert weights(rule(stored, "app")) == {"a": 100 - percent, "b": percent}
+        assert weights(rule(stored, "testers")) == {"a": 0, "b": 100}
+        assert rule(stored, "static") == rule(created, "static")
+        assert stored["spec"]["parentRefs"] == created["spec"]["parentRefs"]
+        assert routes.current_weights(stored, "HTTPRoute", "shop", testers=TESTERS) == out["after"]
+    assert out["before"] == {"a": 90, "b": 10}
+    managers = {entry["manager"] for entry in stored["metadata"]["managedFields"]}
+    assert routes.FIELD_MANAGER in managers
+
+
+def test_weights_already_set_write_nothing(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    first = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    kube = OtherWriter(cluster.kube)
+    again = routes.update_weights(kube, ref, "shop", "b", 10, testers=TESTERS)
+    assert again["changed"] is False
+    assert again["resourceVersion"] == first["resourceVersion"] == read(cluster, ref)["metadata"]["resourceVersion"]
+    assert again["generation"] == first["generation"]
+    assert kube.methods() == ["GET"]
+
+
+def test_another_writers_change_survives_the_conflict(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+
+    def other_write():
+        live = read(cluster, ref)
+        rules = live["spec"]["rules"]
+        rule(live, "static")["filters"][0]["requestHeaderModifier"]["set"][0]["value"] = "no-store"
+        cluster.kube.request("PATCH", routes.path_of(ref), content_type=MERGE,
+                             body={"metadata": {"labels": {"owner": "platform-team"}}, "spec": {"rules": rules}})
+
+    kube = OtherWriter(cluster.kube, other_write)
+    out = routes.update_weights(kube, ref, "shop", "b", 10, testers=TESTERS)
+    stored = read(cluster, ref)
+    assert out["conflicts"] == 1 and out["changed"] is True
+    assert kube.methods() == ["GET", "PATCH", "GET", "PATCH"]
+    assert stored["metadata"]["labels"] == {"owner": "platform-team"}
+    assert rule(stored, "static")["filters"][0]["requestHeaderModifier"]["set"][0]["value"] == "no-store"
+    assert weights(rule(stored, "app")) == {"a": 90, "b": 10}
+    assert weights(rule(stored, "testers")) == {"a": 0, "b": 100}
+    assert out["resourceVersion"] == stored["metadata"]["resourceVersion"]
+
+
+def test_a_route_that_keeps_changing_fails_after_the_retries(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    counter = iter(range(100))
+
+    def other_write():
+        cluster.kube.request("PATCH", routes.path_of(ref), content_type=MERGE,
+                             body={"metadata": {"labels": {"touched": str(next(counter))}}})
+
+    kube = OtherWriter(cluster.kube, other_write, times=100)
+    with pytest.raises(ConflictError) as caught:
+        routes.update_weights(kube, ref, "shop", "b", 10, testers=TESTERS, retries=2)
+    text = str(caught.value)
+    assert text.startswith("HTTPRoute/%s/shop: another writer changed the route 3 times while manent set the "
+                           "weights: Operation cannot be fulfilled on httproutes.gateway.networking.k8s.io \"shop\": "
+                           "the object has been modified" % namespace)
+    assert caught.value.status == 409
+    assert kube.methods() == ["GET", "PATCH"] * 3
+    assert weights(rule(read(cluster, ref), "app")) == {"a": 100, "b": 0}
+
+
+def test_a_route_without_the_b_backend_is_refused_untouched(cluster, namespace):
+    created = create(cluster, httproute(namespace, slots=("a",)))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    kube = OtherWriter(cluster.kube)
+    with pytest.raises(InputError) as caught:
+        routes.update_weights(kube, ref, "shop", "b", 10)
+    assert str(caught.value).startswith("HTTPRoute/%s/shop: no rule lists both shop-a and shop-b (shop-b missing)"
+                                        % namespace)
+    assert kube.methods() == ["GET"]
+    assert read(cluster, ref)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_dry_run_changes_nothing(cluster, namespace):
+    created = create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    kube = OtherWriter(cluster.kube)
+    out = routes.update_weights(kube, ref, "shop", "b", 10, testers=TESTERS, dry_run=True)
+    assert out["changed"] is True
+    assert out["before"] == {"a": 100, "b": 0} and out["after"] == {"a": 90, "b": 10}
+    assert out["generation"] == 2  # what the write would make it
+    assert out["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert kube.calls[-1] == ("PATCH", {"fieldManager": routes.FIELD_MANAGER, "dryRun": "All"})
+    stored = read(cluster, ref)
+    assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert stored["spec"] == created["spec"]
+
+
+def test_a_missing_route_is_named(cluster, namespace):
+    ref = routes.RouteRef("HTTPRoute", namespace, "nowhere")
+    with pytest.raises(NotFoundError) as caught:
+        routes.update_weights(cluster.kube, ref, "shop", "b", 10)
+    assert str(caught.value).startswith("HTTPRoute/%s/nowhere: not found" % namespace)
+    assert "the route belongs to the infrastructure: create it first" in str(caught.value)
+
+
+# ------------------------------------------------------------------------------------------- acceptance
+
+def controller(cluster, ref, steps):
+    """A thread acting as the route controller: ``steps`` is a list of (delay, status keyword arguments)."""
+    def run():
+        for delay, kwargs in steps:
+            time.sleep(delay)
+            set_status(cluster, ref, **kwargs)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_wait_accepted_once_the_controller_reports_the_new_generation(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    set_status(cluster, ref, generation=1)
+    out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    assert routes.acceptance(read(cluster, ref), out["generation"])[0] == "pending"
+    thread = controller(cluster, ref, [(0.6, {"generation": out["generation"]})])
+    started = time.monotonic()
+    assert routes.wait_accepted(cluster.kube, ref, out["generation"], 30, interval=0.2) == "accepted"
+    assert 0.5 < time.monotonic() - started < 10
+    thread.join(5)
+    # the status write did not bump the generation nor touch the weights
+    stored = read(cluster, ref)
+    assert stored["metadata"]["generation"] == out["generation"]
+    assert weights(rule(stored, "app")) == {"a": 90, "b": 10}
+
+
+def test_wait_accepted_fails_at_the_deadline_when_never_accepted(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    set_status(cluster, ref, generation=1)
+    out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    started = time.monotonic()
+    with pytest.raises(WaitError) as caught:
+        routes.wait_accepted(cluster.kube, ref, out["generation"], 1.5, interval=0.3)
+    assert 1.4 < time.monotonic() - started < 10
+    text = str(caught.value)
+    assert not caught.value.permanent
+    assert text.startswith("HTTPRoute/%s/shop: generation 2 not accepted after 1.5s: parent Gateway/no-such-gateway "
+                           "(controller manent.io/test-controller): Accepted=True Accepted (generation 1)" % namespace)
+    assert "the weights are already written (generation 2)" in text and "rerun the step, or abort" in text
+
+
+def test_wait_accepted_stops_when_the_parent_rejects(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    set_status(cluster, ref, generation=out["generation"], accepted="False", reason="NoMatchingParent",
+               message="Gateway no-such-gateway does not exist")
+    started = time.monotonic()
+    with pytest.raises(WaitError) as caught:
+        routes.wait_accepted(cluster.kube, ref, out["generation"], 30, interval=0.2)
+    assert time.monotonic() - started < 5
+    assert caught.value.permanent
+    assert "generation 2 was rejected: parent Gateway/no-such-gateway (controller manent.io/test-controller): " \
+           "Accepted=False NoMatchingParent: Gateway no-such-gateway does not exist" in str(caught.value)
+
+
+def test_wait_accepted_without_any_status(cluster, namespace):
+    create(cluster, httproute(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    assert routes.wait_accepted(cluster.kube, ref, out["generation"], 0.5, interval=0.2) == "no-status"
+    with pytest.raises(WaitError, match="no controller reported a status"):
+        routes.wait_accepted(cluster.kube, ref, out["generation"], 0.5, interval=0.2, require_status=True)
+
+
+# ------------------------------------------------------------------------------------------- GRPCRoute
+
+def test_grpcroute_round_trip(cluster, namespace):
+    grpc = {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "GRPCRoute",
+        "metadata": {"name": "orders", "namespace": namespace},
+        "spec": {"parentRefs": [{"name": "no-such-gateway"}], "rules": [
+            {"matches": [{"method": {"service": "shop.v1.Orders"},
+                          "headers": [{"name": "X-Canary", "value": "always"}]}],
+             "backendRefs": [{"name": "orders-a", "port": 9090}, {"name": "orders-b", "port": 9090}]},
+            {"matches": [{"method": {"service": "shop.v1.Orders"}}],
+             "backendRefs": backends("orders", {"a": 100, "b": 0}, port=9090)},
+            {"matches": [{"method": {"service": "grpc.health.v1.Health", "method": "Check"}}],
+             "backendRefs": [{"name": "health", "port": 9090}]}]}}
+    created = create(cluster, grpc)
+    ref = routes.RouteRef("GRPCRoute", namespace, "orders")
+    assert routes.current_weights(created, "GRPCRoute", "orders") == {"a": 1, "b": 1}  # the server's default weight
+    out = routes.update_weights(cluster.kube, ref, "orders", "b", 10, testers=TESTERS)
+    stored = read(cluster, ref)
+    testers, weighted, health = stored["spec"]["rules"]
+    assert out["after"] == {"a": 90, "b": 10} and out["before"] == {"a": 100, "b": 0}
+    assert weights(weighted, "orders") == {"a": 90, "b": 10}
+    assert weights(testers, "orders") == {"a": 0, "b": 100}
+    assert health == created["spec"]["rules"][2]
+    assert routes.update_weights(cluster.kube, ref, "orders", "b", 10, testers=TESTERS)["changed"] is False
+
+
+# ------------------------------------------------------------------------------------------- Istio
+
+def destination(subset, weight):
+    return {"destination": {"host": "shop", "subset": subset, "port": {"number": 8080}}, "weight": weight}
+
+
+def virtualservice(namespace, testers_first=True):
+    testers = {"name": "testers", "match": [{"headers": {"x-canary": {"exact": "always"}}}],
+               "route": [destination("a", 100), destination("b", 0)]}
+    app = {"name": "app", "retries": {"attempts": 3, "perTryTimeout": "2s"},
+           "route": [destination("a", 100), destination("b", 0)]}
+    static = {"name": "static", "match": [{"uri": {"prefix": "/static"}}],
+              "route": [{"destination": {"host": "static", "port": {"number": 80}}}]}
+    http = [testers, static, app] if testers_first else [static, app, testers]
+    return {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "shop", "namespace": namespace},
+            "spec": {"hosts": ["shop.example.com"], "http": http}}
+
+
+def destination_rule(namespace, subsets=("a", "b")):
+    return {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+            "metadata": {"name": "shop", "namespace": namespace},
+            "spec": {"host": "shop.%s.svc.cluster.local" % namespace,
+                     "subsets": [{"name": slot, "labels": {routes.TRACK_LABEL: slot}} for slot in subsets]}}
+
+
+def test_virtualservice_round_trip(cluster, namespace):
+    create(cluster, destination_rule(namespace))
+    dr_ref = routes.RouteRef("DestinationRule", namespace, "shop")
+    routes.check_destination_rule(read(cluster, dr_ref), "shop", namespace)
+    created = create(cluster, virtualservice(namespace))
+    ref = routes.RouteRef("VirtualService", namespace, "shop")
+    for percent in (10, 50):
+        out = routes.update_weights(cluster.kube, ref, "shop", "b", percent, testers=TESTERS)
+        testers, static, app = read(cluster, ref)["spec"]["http"]
+        assert [target["weight"] for target in app["route"]] == [100 - percent, percent]
+        assert [target["weight"] for target in testers["route"]] == [0, 100]
+        assert static == created["spec"]["http"][1]
+        assert app["retries"] == created["spec"]["http"][2]["retries"]
+        assert out["after"] == {"a": 100 - percent, "b": percent}
+    assert routes.update_weights(cluster.kube, ref, "shop", "b", 50, testers=TESTERS)["changed"] is False
+
+
+def test_istio_refusals_write_nothing(cluster, namespace):
+    create(cluster, destination_rule(namespace, subsets=("a",)))
+    with pytest.raises(InputError, match="DestinationRule/%s/shop: subset b is missing" % namespace):
+        routes.check_destination_rule(read(cluster, routes.RouteRef("DestinationRule", namespace, "shop")), "shop")
+    created = create(cluster, virtualservice(namespace, testers_first=False))
+    ref = routes.RouteRef("VirtualService", namespace, "shop")
+    with pytest.raises(InputError, match=r"the testers' http entry 2 \(testers\) comes after the weighted http "
+                                         r"entry 1 \(app\)"):
+        routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    assert read(cluster, ref)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
