@@ -28,6 +28,7 @@ APPLY_SPEC = {
     "break_lock": {"type": "bool", "default": False},
     "helm_migrate_release": {"type": "str"},
     "create_namespace": {"type": "bool", "default": False},
+    "adopt": {"type": "bool", "default": False},
 }
 
 
@@ -47,7 +48,7 @@ def deploy_options(params, check_mode, diff, on_progress=None):
         wait=params["wait"], wait_timeout=parse_duration(params["wait_timeout"], name="wait_timeout"),
         prune=params["prune"], keep_releases=params["keep_releases"], break_lock=params["break_lock"],
         helm_migrate_release=params.get("helm_migrate_release") or "", create_namespace=params["create_namespace"],
-        on_progress=on_progress)
+        adopt=params["adopt"], on_progress=on_progress)
 
 
 def run(params, check_mode, diff, on_progress=None):

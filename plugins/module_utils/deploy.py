@@ -3,11 +3,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One deploy of one bundle to one cluster (SPEC §7 steps 3-6, §10), and rollback (§8).
 
-Order: validate (credentials, version, record size) -> Namespaces -> save the release in history
-(pending, under a lock) -> remaining tiers (CRDs Established before their resources) -> wait for
-all workloads at once -> prune -> mark the release in service, clean up history. A failure after
-the record was saved marks it failed; the in-service pointer only moves after a successful rollout.
-A rerun of the release in service (same version and deploy id) writes no history at all.
+Order: validate (credentials, version, record size, objects of another release: see owners.py) ->
+Namespaces -> save the release in history (pending, under a lock) -> remaining tiers (CRDs Established
+before their resources) -> wait for all workloads at once -> prune -> mark the release in service,
+clean up history. A failure after the record was saved marks it failed; the in-service pointer only
+moves after a successful rollout. A rerun of the release in service (same version and deploy id)
+writes no history at all.
 
 In check mode (dry_run) every object is applied with dryRun=All and nothing, history included,
 is written; objects in Namespaces that the bundle itself would create are counted as skipped.
@@ -20,16 +21,16 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle, owners
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
     CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change, crd_kinds)
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, ApplyError, InputError, ManentError, NotFoundError)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import is_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
-    ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT,
-    MANAGED_BY, MANAGER)
+    ANNOTATION_DEPLOYMENT, ANNOTATION_VERSION, MANAGED_BY, MANAGER, other_owner, owner_of)
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     key_of, namespace_of, ref, split_api_version)
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
@@ -50,6 +51,7 @@ class DeployOptions:
     holder: str = ""
     helm_migrate_release: str = ""
     create_namespace: bool = False
+    adopt: bool = False
     on_progress: object = None
 
 
@@ -67,6 +69,7 @@ class DeployResult:
     waited: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     history: dict = field(default_factory=dict)
+    adopted: list = field(default_factory=list)
     phase: str = UPGRADE
 
     @property
@@ -89,6 +92,7 @@ class DeployResult:
             "waited": self.waited,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "history": self.history,
+            "adopted": self.adopted,
         }
 
 
@@ -134,7 +138,8 @@ class Deployer:
                               previous=(current or {}).get("version", ""), phase=phase,
                               warnings=list(bundle.warnings))
         if previous_objects is None:
-            previous_objects = self._prune_candidates(store, current)
+            previous_objects = self._prune_candidates(
+                store, current, secrets=any(is_secret(o) for o in (objects if objects is not None else bundle.objects)))
         carry_release_annotations(objects if objects is not None else bundle.objects, previous_objects)
         selected, skipped = [], []
         for obj in (objects if objects is not None else bundle.objects):
@@ -144,6 +149,14 @@ class Deployer:
         noop = bool(current) and current.get("version") == version and \
             current.get("deployment") == bundle.release.deployment and phase != ROLLBACK
         replaced = result.previous if replaced is None else replaced
+        try:  # before any write, in check mode too
+            result.adopted = owners.check(self.applier, selected, bundle.release.key, adopt=self.options.adopt,
+                                          rollback=phase == ROLLBACK)
+        except ManentError as exc:
+            result.status = "failed"
+            exc.partial = result
+            raise
+        result.warnings.extend(owners.warnings(result.adopted, bundle.release.key, self.dry_run))
         meta = {"artifactSha256": bundle.artifact.get("sha256", ""), "replaced": replaced}
         if not self.dry_run and not noop:
             store.prepare_record(bundle.release, bundle.objects, meta)  # size check before the first write
@@ -163,6 +176,7 @@ class Deployer:
             if not noop:
                 store.acquire(break_lock=self.options.break_lock)
                 locked = True
+                store.migrate()
                 store.save_record(bundle.release, bundle.objects, meta)
                 saved = True
                 result.history["written"] = True
@@ -311,10 +325,11 @@ class Deployer:
             live = self.applier.get(target)
             if live is None:
                 continue  # already gone: not an error, nothing to report
-            owner = _other_release(live, obj)
-            if owner:
+            owner = other_owner(live, owner_of(obj))  # the stored object names the release that pruning
+            if owner is not None:
                 if result is not None:
-                    result.changes.append(Change(ref(obj), SKIPPED, reason="not pruned: now belongs to %s" % owner))
+                    result.changes.append(Change(ref(obj), SKIPPED,
+                                                 reason="not pruned: now belongs to %s" % owner.describe()))
                 continue
             if self.applier.delete(target, wait=False):
                 pruned.append(ref(obj))
@@ -379,7 +394,7 @@ class Deployer:
             mapped.append(new)
             if note:
                 notes.append(note)
-        failed_objects = store.load(rolled_back)[1] if rolled_back else []
+        failed_objects = store.load(rolled_back, secrets=False)[1] if rolled_back else []
         bundle = bundle_factory(target, meta, mapped)
         result = self.deploy(bundle, phase=ROLLBACK, objects=mapped, previous_objects=failed_objects,
                              replaced=meta.get("replaced", ""))
@@ -389,16 +404,18 @@ class Deployer:
             store.mark(rolled_back, "rolled-back")
         return result
 
-    def _prune_candidates(self, store, current):
+    def _prune_candidates(self, store, current, secrets=False):
         """Objects the new release may prune: those of the release in service, plus those of a newer
-        release that failed (its objects may be on the cluster although it never went into service)."""
+        release that failed (its objects may be on the cluster although it never went into service).
+        Secrets come with their values only when ``secrets`` (the new release has Secrets, whose unchanged
+        ones keep their release annotations): pruning needs names, labels and annotations alone."""
         if not current:
             return []
-        objects = list(store.previous_objects())
+        objects = list(store.previous_objects(secrets=secrets))
         unfinished = _unfinished_release(store, current)
         if unfinished:
             seen = {key_of(o) for o in objects}
-            objects.extend(o for o in store.load(unfinished)[1] if key_of(o) not in seen)
+            objects.extend(o for o in store.load(unfinished, secrets=False)[1] if key_of(o) not in seen)
         return objects
 
 
@@ -409,19 +426,6 @@ def _unfinished_release(store, current):
     if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
         return newest["version"]
     return ""
-
-
-def _other_release(live, stored):
-    """The release key (application/artifact/environment/tenant) the live object now belongs to, when it is not
-    the one that stored it: another release took it over, so this one must not prune it."""
-    names = (LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT)
-    now = (live.get("metadata") or {}).get("labels") or {}
-    then = (stored.get("metadata") or {}).get("labels") or {}
-    if now.get(MANAGED_BY) != MANAGER or any(now.get(k) is None for k in names):
-        return ""
-    if all(now.get(k) == then.get(k) for k in names):
-        return ""
-    return "/".join(str(now.get(k)) for k in (LABEL_TENANT, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT))
 
 
 def carry_release_annotations(objects, previous_objects):

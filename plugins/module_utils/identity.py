@@ -5,7 +5,10 @@
 and the labels and annotations it stamps on every object (SPEC §7 step 2).
 
 A *release key* (tenant, application, artifact, environment) owns one history; the version and the
-deployment id tell releases of the same key apart.
+deployment id tell releases of the same key apart. A live object belongs to the release key its labels
+name (:func:`owner_of`); :func:`other_owner` is the one answer to "does this live object belong to another
+release?", used before any write (objects of another release are refused unless adopted) and by prune
+(an object another release took over is not deleted).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ ANNOTATION_VERSION = "manent.io/version"
 ANNOTATION_DEPLOYMENT = "manent.io/deployment"
 UNTENANTED = "untenanted"
 FIELD_MANAGER = "manent"
+RELEASE_LABELS = (LABEL_TENANT, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,32 @@ class ReleaseKey:
     def selector(self):
         """Label selector string that finds every object of this release key."""
         return ",".join("%s=%s" % item for item in sorted(self.labels().items()))
+
+    def describe(self):
+        """``tenant/application/artifact/environment``, as messages name a release key."""
+        return "/".join((self.tenant, self.application, self.artifact, self.environment))
+
+    def to_dict(self):
+        return {"tenant": self.tenant, "application": self.application, "artifact": self.artifact,
+                "environment": self.environment}
+
+
+def owner_of(obj):
+    """The release key an object's labels name, or None when it carries no complete set of manent release labels
+    (``app.kubernetes.io/managed-by: manent`` and the four ``manent.io/`` labels): objects of other tools, and the
+    release namespace that ``create_namespace`` creates."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    if labels.get(MANAGED_BY) != MANAGER or any(labels.get(k) is None for k in RELEASE_LABELS):
+        return None
+    return ReleaseKey(application=str(labels[LABEL_APPLICATION]), artifact=str(labels[LABEL_ARTIFACT]),
+                      environment=str(labels[LABEL_ENVIRONMENT]), tenant=str(labels[LABEL_TENANT]))
+
+
+def other_owner(live, key):
+    """The release key owning the ``live`` object when that is a manent release other than ``key``, else None
+    (absent, not manent's, or ``key``'s own). ``key`` None: any manent release is another one."""
+    owner = owner_of(live)
+    return owner if owner is not None and owner != key else None
 
 
 @dataclass(frozen=True)

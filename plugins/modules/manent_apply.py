@@ -12,6 +12,10 @@ version_added: 0.1.0
 description:
   - Applies the bundle written by M(manent.kubernetes.manent_render) with server-side apply (field manager C(manent)),
     in dependency order, objects of one tier concurrently.
+  - Before any write (and in check mode), objects whose live labels name another manent release (another tenant,
+    application, artifact or environment) stop the deploy with one error listing each object and its release, unless
+    O(adopt=true). Objects with ownership C(anyone) in the bundle are shared and not checked; objects of other tools
+    (without manent's labels) are taken over as before.
   - Namespaces first, then the release is saved in history (a ConfigMap, under a lock), then CRDs (waited until
     Established), RBAC, configuration, Services, workloads and the rest.
   - Waits for every Deployment, StatefulSet and DaemonSet at once. A Deployment past its C(progressDeadlineSeconds)
@@ -73,6 +77,14 @@ options:
       - Create the release namespace when it does not exist (like C(helm --create-namespace)). Needs the right to
         create Namespaces. When false, a missing namespace that the artifact does not create is an error before
         any write.
+    type: bool
+    default: false
+  adopt:
+    description:
+      - Take over objects that belong to another manent release (their live labels name another tenant, application,
+        artifact or environment). Each one is listed in RV(adopted) and is a warning; the other release no longer
+        prunes it.
+      - When false, such objects fail the deploy before anything is written, naming each object and its release.
     type: bool
     default: false
   helm_migrate_release:
@@ -158,6 +170,18 @@ history:
   description: What was written to history (C(written)), records deleted by cleanup, Helm secrets deleted.
   returned: always
   type: dict
+adopted:
+  description: Objects taken over from another manent release with O(adopt=true) (would be, in check mode).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    subject:
+      description: The object, as C(Kind/namespace/name).
+      type: str
+    from:
+      description: The release it belonged to, C(tenant), C(application), C(artifact) and C(environment).
+      type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

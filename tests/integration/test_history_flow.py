@@ -174,7 +174,9 @@ def test_a_failed_release_objects_are_pruned_by_the_next_deploy(cluster, namespa
 
 def test_prune_leaves_objects_that_another_release_took_over(cluster, namespace, tmp_path):
     deploy(cluster, tmp_path, [configmap("shared", v="shop"), configmap("mine", v="1")], namespace, version="1.0.0")
-    deploy(cluster, tmp_path, [configmap("shared", v="billing")], namespace, version="9.0.0", key=OTHER)
+    took = deploy(cluster, tmp_path, [configmap("shared", v="billing")], namespace, version="9.0.0", key=OTHER,
+                  adopt=True)  # without adopt the other release stops before any write (test_ownership.py)
+    assert [a["subject"] for a in took.adopted] == ["ConfigMap/%s/shared" % namespace]
     result = deploy(cluster, tmp_path, [configmap("mine", v="2")], namespace, version="2.0.0", prune=True)
     assert result.pruned == []
     assert [c.reason for c in result.changes if c.subject.endswith("/shared")] == [
