@@ -2,13 +2,17 @@
 # Regenerate the packaged test charts in tests/data/charts/ (see tests/data/charts/README.md).
 #
 # Sources: kwok's charts and helm's own test charts, taken from the Go module cache at the versions
-# pinned in hack/versions.env (downloaded through the Go module proxy when missing), and our own chart
-# in tests/data/charts/src/manent-sample. Each chart is copied to a scratch directory (the module cache
-# is read-only) and packaged with the pinned helm (hack/build-tools.sh helm), whose path can be
-# overridden with MANENT_HELM. The upstream LICENSE files are copied next to the packages.
+# pinned in hack/versions.env (downloaded through the Go module proxy when missing), and our own charts
+# in tests/data/charts/src/ (manent-sample, strict-schema, strict-schema-slot). Each chart is copied to a
+# scratch directory (the module cache is read-only) and packaged with the pinned helm
+# (hack/build-tools.sh helm), whose path can be overridden with MANENT_HELM. The upstream LICENSE files
+# are copied next to the packages.
 #
 # Usage: hack/package-test-charts.sh      (then run the unit tests: tests/unit/test_helm.py and
 #                                          tests/unit/test_chart_conformance.py)
+#        hack/package-test-charts.sh NAME... (re)package only our charts src/NAME, leaving the other
+#                                          packages as they are (packaging is not byte-reproducible, and
+#                                          examples/envconfig pins the sha256 of manent-sample)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -40,6 +44,16 @@ package() {  # source-dir
   env -i HOME="$scratch" PATH=/usr/bin:/bin "$HELM" package "$scratch/$name" --destination "$out" >&2
 }
 
+if [[ $# -gt 0 ]]; then
+  for name in "$@"; do
+    [[ -f "$out/src/$name/Chart.yaml" ]] || { log "no chart $out/src/$name"; exit 1; }
+    package "$out/src/$name"
+  done
+  chmod 0644 "$out"/*.tgz
+  log "packaged: $*"
+  exit 0
+fi
+
 rm -f "$out"/*.tgz
 
 kwok="$(modroot "sigs.k8s.io/kwok@$KWOK_VERSION")"
@@ -55,6 +69,8 @@ package "$testcharts/chart-with-only-crds"
 cp "$helm_src/LICENSE" "$out/LICENSE.helm"
 
 package "$out/src/manent-sample"
+package "$out/src/strict-schema"
+package "$out/src/strict-schema-slot"
 
 chmod 0644 "$out"/*.tgz "$out"/LICENSE.*
 log "packaged: $(cd "$out" && ls -1 ./*.tgz | tr '\n' ' ')"

@@ -12,7 +12,9 @@ answers empty), installs nothing and keeps no release state. Each rendering:
   no registry credentials and no plugins of the worker are visible to it;
 - passes the target cluster's capabilities (``--kube-version``, ``--api-versions``);
 - layers the values, lowest to highest precedence: the chart's values.yaml, ``values_files`` (files
-  inside the chart, in order), ``values_yaml``, ``set_values``, and finally ``manent.slot``;
+  inside the chart, in order), ``values_yaml``, ``set_values``, and finally ``manent.slot`` -- the last
+  one only when a slot is given (traffic rollouts): without a slot the chart gets exactly the values
+  ``helm template`` would get, so charts whose values.schema.json forbids unknown top-level keys render;
 - splits helm's output into objects that remember their template (``# Source:``), marks the objects
   of ``crds/`` (they come first), and drops hooks unless ``hooks="apply"``; test hooks never apply.
 """
@@ -64,6 +66,12 @@ _API_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 _DOC_START = re.compile(r"---(?:[ \t]|\r?\n|$)")
 _SOURCE = re.compile(r"#\s*Source:\s*(\S.*?)\s*$")
 _CRDS_PATH = re.compile(r"[^/]+(?:/charts/[^/]+)*/crds/")
+_SCHEMA_FAILURE = re.compile(r"specifications of the schema|values\.schema\.json|jsonschema", re.I)
+# helm 3.18+: "- at '': additional properties 'manent' not allowed", "- at '/manent/slot': value must be one of ...";
+# helm up to 3.17 (gojsonschema): "- (root): Additional property manent is not allowed", "- manent.slot: ...".
+_MANENT_IN_SCHEMA_LINE = re.compile(
+    r"additional propert(?:y|ies) (?:.*'manent'|manent\b)|\bat '/manent[/']|^\s*-\s*manent[.:]", re.I)
+_MISSING_MANENT = re.compile(r"<\.Values\.manent\.[^>]*>: nil pointer")
 
 
 @dataclass(frozen=True)
@@ -278,11 +286,37 @@ def render_chart(chart_path, release, namespace, kube_version, api_versions, val
         args = ["template"] + flags + value_flags + ["--", str(release), chart]
         code, out, err = run_helm(binary, args, home, timeout)
     if code != 0:
-        raise RenderError("helm template failed: %s" % (_trim(err) or "exit status %d" % code), subject=label,
-                          hint="fix the chart, its values or the release name; the message is helm's")
+        raise _failure(err, code, label, slot)
     rendered = split_output(out, label, hooks=hooks)
     rendered.warnings.extend("helm: %s" % line.strip() for line in err.splitlines() if line.strip())
     return rendered
+
+
+def _failure(err, code, label, slot):
+    """The RenderError for a failed ``helm template``: helm's message, and what to do about ``manent``."""
+    failed = "helm template failed: %s" % (_trim(err) or "exit status %d" % code)
+    if slot and _schema_rejects_manent(err):
+        return RenderError(
+            "the values.schema.json of chart %s rejects the key manent (manent.slot=%s, which manent passes "
+            "only in traffic rollouts); the chart must allow it: a \"manent\" property of type object in the "
+            "root \"properties\" of its values.schema.json. %s" % (label, slot, failed), subject=label,
+            hint="add \"manent\": {\"type\": \"object\"} to the root properties of the chart's values.schema.json, "
+                 "or deploy without a slot: with traffic_rename (the default) manent names the slot objects "
+                 "itself and the chart need not read .Values.manent.slot")
+    if not slot and _MISSING_MANENT.search(err):
+        return RenderError(failed, subject=label,
+                           hint="the chart reads .Values.manent.slot, which manent sets only in traffic rollouts "
+                                "(helm template fails the same way without it): read it as (.Values.manent).slot, "
+                                "or give it a default in the chart's values.yaml (manent: {slot: \"\"})")
+    return RenderError(failed, subject=label,
+                       hint="fix the chart, its values or the release name; the message is helm's")
+
+
+def _schema_rejects_manent(err):
+    """Whether helm's values schema validation failed on manent's values layer (see _MANENT_IN_SCHEMA_LINE)."""
+    if not _SCHEMA_FAILURE.search(err):
+        return False
+    return any(_MANENT_IN_SCHEMA_LINE.search(line) for line in err.splitlines())
 
 
 def _check_api_versions(api_versions):
@@ -314,7 +348,9 @@ def _values_flags(chart, label, home, values_files, values_yaml, set_values, slo
         layers.append(("helm-values.yaml", text.encode("utf-8")))
     if set_values:
         layers.append(("helm-value.json", _dump_json(set_values_tree(set_values), "helm_value")))
-    layers.append(("manent.json", _dump_json({"manent": {"slot": str(slot or "")}}, "slot")))
+    if slot:
+        # Only in traffic rollouts: a chart whose schema forbids unknown top-level keys renders without one.
+        layers.append(("manent.json", _dump_json({"manent": {"slot": str(slot)}}, "slot")))
     flags = []
     for number, (name, content) in enumerate(layers, start=1):
         path = os.path.join(directory, "%02d-%s" % (number, name))

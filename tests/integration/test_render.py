@@ -158,7 +158,7 @@ def test_chart_render_equals_helm_template_with_cluster_capabilities(cluster, tm
         sha = hashlib.sha256(f.read()).hexdigest()
     bundle = run(cluster, chart, sha)
     args = [helm_binary(), "template", "shop-api", chart, "--namespace", "shop-prod", "--include-crds",
-            "--kube-version", cluster.kube.version()[2], "--set", "manent.slot="]
+            "--kube-version", cluster.kube.version()[2]]  # no slot: manent adds no values of its own
     for v in cluster.discovery.api_versions():
         args += ["--api-versions", v]
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -178,6 +178,21 @@ def test_chart_render_equals_helm_template_with_cluster_capabilities(cluster, tm
         ours.append(o)
     assert len(ours) == len(theirs) >= 5
     assert sorted(ours, key=_kind_name) == sorted(theirs, key=_kind_name)
+
+
+def test_strict_schema_chart_renders_without_slot_only(cluster):
+    """A chart whose values.schema.json forbids unknown top-level keys: no slot, no manent values; a slot is a
+    clear error naming the chart and its values.schema.json, before anything reaches the cluster."""
+    chart = chart_path("strict-schema-0.1.0.tgz")
+    with open(chart, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    bundle = run(cluster, chart, sha, helm_value={"replicaCount": "2"})
+    assert sorted(o["kind"] for o in bundle.objects) == ["ConfigMap", "Deployment", "Service"]
+    assert [o["spec"]["replicas"] for o in bundle.objects if o["kind"] == "Deployment"] == [2]
+    with pytest.raises(RenderError) as err:
+        run(cluster, chart, sha, slot="a")
+    assert "values.schema.json of chart strict-schema-0.1.0.tgz rejects the key manent" in str(err.value)
+    assert "additional properties 'manent' not allowed" in str(err.value)
 
 
 def _kind_name(obj):

@@ -4,7 +4,8 @@
 """render_chart gives the objects ``helm template`` gives, for every packaged test chart.
 
 The reference is the pinned helm run directly (its own flags: ``-f`` with the extracted values file,
-``--set`` for single values), parsed with yaml.safe_load_all. manent's only differences are by design:
+``--set`` for single values, ``--set manent.slot=<slot>`` only when the case has a slot, as manent passes
+it only in traffic rollouts), parsed with yaml.safe_load_all. manent's only differences are by design:
 the ``manent.io/source: crds`` annotation (removed before comparing), hooks (skipped, or kept with
 hooks="apply") and test hooks (never kept).
 """
@@ -20,6 +21,7 @@ import tarfile
 import pytest
 import yaml
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
 from ansible_collections.manent.kubernetes.tests.helpers import CHARTS, chart_path, helm_binary
 
@@ -61,6 +63,18 @@ CASES = {
         {},
         {"include_crds": False},
     ],
+    # values.schema.json with "additionalProperties": false at the root: renders only without a slot.
+    "strict-schema-0.1.0.tgz": [
+        {},
+        {"values_yaml": "replicaCount: 3\nconfig: {MODE: prod}\n",
+         "set_values": {"image.tag": "v3.9", "service.enabled": "false"}, "namespace": "shop"},
+    ],
+    # A strict root schema that declares manent: renders with and without a slot.
+    "strict-schema-slot-0.1.0.tgz": [
+        {},
+        {"slot": "a"},
+        {"slot": "b", "set_values": {"replicaCount": "2"}, "release": "shop"},
+    ],
 }
 
 CHART_FILES = sorted(name for name in os.listdir(CHARTS) if name.endswith(".tgz"))
@@ -70,8 +84,8 @@ def test_every_packaged_chart_has_cases():
     assert sorted(CASES) == CHART_FILES
 
 
-def direct_helm(chart, case, workdir):
-    """Objects of ``helm template`` run by hand with the same inputs, in helm's order."""
+def direct_helm_run(chart, case, workdir):
+    """``helm template`` run by hand with the same inputs: the finished process."""
     workdir.mkdir()
     with tarfile.open(chart) as archive:
         archive.extractall(workdir / "chart", filter="data")
@@ -89,9 +103,15 @@ def direct_helm(chart, case, workdir):
         args += ["-f", str(workdir / "values.yaml")]
     for key, value in case.get("set_values", {}).items():
         args += ["--set", "%s=%s" % (key, value)]
-    args += ["--set", "manent.slot=%s" % case.get("slot", "")]
+    if case.get("slot"):
+        args += ["--set", "manent.slot=%s" % case["slot"]]
     env = {"HOME": str(workdir), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(args, env=env, cwd=workdir, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(args, env=env, cwd=workdir, capture_output=True, text=True, timeout=60, check=False)
+
+
+def direct_helm(chart, case, workdir):
+    """Objects of ``helm template`` run by hand with the same inputs, in helm's order."""
+    done = direct_helm_run(chart, case, workdir)
     assert done.returncode == 0, done.stderr
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
 
@@ -155,3 +175,16 @@ def test_render_chart_equals_helm_template(chart, case, tmp_path):
     assert skipped.docs[:len(crds)] == [(obj, source) for obj, source in skipped.docs if "/crds/" in source]
     assert len(crds) == (chart in ("manent-sample-0.1.0.tgz", "subchart-0.1.0.tgz", "crd-test-0.1.0.tgz")
                          and case.get("include_crds", True))
+
+
+@pytest.mark.parametrize("case", [{"slot": "a"}, {"slot": "b", "set_values": {"replicaCount": "2"}}])
+def test_strict_schema_with_slot_fails_as_helm_template_does(case, tmp_path):
+    """helm template with manent.slot set fails on the strict schema too: manent keeps helm's message whole."""
+    path = chart_path("strict-schema-0.1.0.tgz")
+    done = direct_helm_run(path, case, tmp_path / "direct")
+    assert done.returncode == 1
+    assert "- at '': additional properties 'manent' not allowed" in done.stderr
+    with pytest.raises(RenderError) as err:
+        via_manent(path, case, hooks="skip")
+    assert err.value.message.endswith("helm template failed: " + done.stderr.strip())
+    assert "values.schema.json of chart strict-schema-0.1.0.tgz rejects the key manent" in err.value.message

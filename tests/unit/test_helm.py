@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import re
 import shutil
 import stat
 import time
@@ -227,13 +228,155 @@ def test_chart_directory_and_symlink_escape(helm, tmp_path):
         render_chart(str(chart), RELEASE, NAMESPACE, KUBE, [], values_files=["escape.yaml"], options=helm)
 
 
-@pytest.mark.parametrize("slot", ["a", "b", ""])
+@pytest.mark.parametrize("slot", ["a", "b"])
 def test_slot_is_visible_to_the_chart(helm, slot):
     rendered = render(helm, slot=slot, values_yaml="manent: {slot: from-values}",
                       set_values={"manent.slot": "from-set"})
     assert one(rendered, "ConfigMap")["data"]["slot"] == slot
     env = one(rendered, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "MANENT_SLOT", "value": slot}]
+
+
+@pytest.mark.parametrize("layers, seen", [
+    ({}, ""),
+    ({"values_yaml": "manent: {slot: from-values}"}, "from-values"),
+    ({"values_yaml": "manent: {slot: from-values}", "set_values": {"manent.slot": "from-set"}}, "from-set"),
+], ids=["chart-default", "values", "set"])
+def test_without_slot_the_chart_gets_only_its_values(helm, layers, seen):
+    """No slot (not a traffic rollout): manent adds no values at all, the chart sees what helm template sees."""
+    rendered = render(helm, slot="", **layers)
+    assert one(rendered, "ConfigMap")["data"]["slot"] == seen
+    env = one(rendered, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "MANENT_SLOT", "value": seen}]
+
+
+# --- the traffic slot and strict values schemas -------------------------------------------------
+
+STRICT = "strict-schema-0.1.0.tgz"
+STRICT_SLOT = "strict-schema-slot-0.1.0.tgz"
+HELM_REJECTS_MANENT = ("values don't meet the specifications of the schema(s) in the following chart(s):\n"
+                       "strict-schema:\n- at '': additional properties 'manent' not allowed")
+
+
+def test_strict_schema_renders_without_slot(helm):
+    rendered = render(helm, chart=STRICT, values_yaml="config: {MODE: prod}",
+                      set_values={"replicaCount": "3", "image.tag": "v3.9"})
+    assert refs(rendered) == ["ConfigMap/shop-strict-schema", "Service/shop-strict-schema",
+                              "Deployment/shop-strict-schema"]
+    assert one(rendered, "ConfigMap")["data"] == {"LOG_LEVEL": "info", "MODE": "prod"}
+    deploy = one(rendered, "Deployment")
+    assert deploy["spec"]["replicas"] == 3
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:v3.9"
+    assert rendered.warnings == []
+
+
+def test_strict_schema_still_checks_the_users_values(helm):
+    """Without a slot a schema failure is helm's own, about the user's values: no word about manent."""
+    with pytest.raises(RenderError) as err:
+        render(helm, chart=STRICT, set_values={"replicas": "3", "replicaCount": "many"})
+    assert err.value.subject == STRICT
+    assert "at '': additional properties 'replicas' not allowed" in err.value.message
+    assert "at '/replicaCount': got string, want integer" in err.value.message
+    assert "manent" not in str(err.value)
+    assert err.value.hint == "fix the chart, its values or the release name; the message is helm's"
+
+
+@pytest.mark.parametrize("slot", ["a", "b"])
+def test_strict_schema_with_slot_is_a_clear_error(helm, slot):
+    with pytest.raises(RenderError) as err:
+        render(helm, chart=STRICT, slot=slot)
+    assert err.value.subject == STRICT
+    message = err.value.message
+    assert message.startswith("the values.schema.json of chart %s rejects the key manent (manent.slot=%s, "
+                              "which manent passes only in traffic rollouts); the chart must allow it: "
+                              'a "manent" property of type object in the root "properties" of its '
+                              "values.schema.json. helm template failed: Error: " % (STRICT, slot))
+    assert HELM_REJECTS_MANENT in message  # helm 3.19's own words, kept
+    assert '"manent": {"type": "object"}' in err.value.hint
+    assert "deploy without a slot" in err.value.hint and "traffic_rename" in err.value.hint
+
+
+def test_strict_schema_with_slot_and_other_errors_keeps_all_of_helms(helm):
+    with pytest.raises(RenderError) as err:
+        render(helm, chart=STRICT, slot="a", set_values={"unknown": "1"})
+    assert "rejects the key manent" in err.value.message
+    # helm lists the keys in map order, which varies from run to run.
+    assert re.search(r"at '': additional properties ('manent', 'unknown'|'unknown', 'manent') not allowed$",
+                     err.value.message)
+
+
+def test_schema_that_allows_manent_renders_with_slot(helm):
+    rendered = render(helm, chart=STRICT_SLOT, slot="b")
+    deploy = one(rendered, "Deployment")
+    assert deploy["metadata"]["name"] == "shop-strict-schema-slot-b"
+    assert deploy["spec"]["selector"]["matchLabels"]["manent.io/track"] == "b"
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "MANENT_SLOT", "value": "b"}]
+    plain = one(render(helm, chart=STRICT_SLOT), "Deployment")  # (.Values.manent).slot: empty without a slot
+    assert plain["metadata"]["name"] == "shop-strict-schema-slot"
+    assert "manent.io/track" not in plain["spec"]["selector"]["matchLabels"]
+    assert plain["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "MANENT_SLOT", "value": ""}]
+
+
+def test_schema_that_restricts_the_slot_is_a_clear_error(helm):
+    with pytest.raises(RenderError) as err:
+        render(helm, chart=STRICT_SLOT, slot="c")
+    assert "rejects the key manent (manent.slot=c" in err.value.message
+    assert "- at '/manent/slot': value must be one of '', 'a', 'b'" in err.value.message
+
+
+def nil_slot_chart(tmp_path, values=""):
+    chart = tmp_path / "reads-slot"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: reads-slot\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text(values)
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n"
+        "  slot: {{ .Values.manent.slot | quote }}\n"
+        "  safe: {{ (.Values.manent).slot | default \"none\" | quote }}\n")
+    return str(chart)
+
+
+def test_chart_reading_manent_slot_without_slot_fails_as_helm_does(helm, tmp_path):
+    chart = nil_slot_chart(tmp_path)
+    with pytest.raises(RenderError) as err:
+        render_chart(chart, RELEASE, NAMESPACE, KUBE, [], options=helm)
+    assert err.value.subject == "reads-slot"
+    assert err.value.message == (
+        'helm template failed: Error: template: reads-slot/templates/cm.yaml:6:18: executing '
+        '"reads-slot/templates/cm.yaml" at <.Values.manent.slot>: nil pointer evaluating interface {}.slot\n\n'
+        "Use --debug flag to render out invalid YAML")
+    assert "(.Values.manent).slot" in err.value.hint and "only in traffic rollouts" in err.value.hint
+    # With a slot, or with a default in values.yaml, the same chart renders.
+    data = one(render_chart(chart, RELEASE, NAMESPACE, KUBE, [], slot="a", options=helm), "ConfigMap")["data"]
+    assert data == {"slot": "a", "safe": "a"}
+    chart = nil_slot_chart(tmp_path / "defaulted", values='manent: {slot: ""}\n')
+    data = one(render_chart(chart, RELEASE, NAMESPACE, KUBE, [], options=helm), "ConfigMap")["data"]
+    assert data == {"slot": "", "safe": "none"}
+
+
+@pytest.mark.parametrize("err, rejected", [
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- at '': additional properties 'manent' not allowed\n", True),
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- at '': additional properties 'foo', 'manent' not allowed\n", True),
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- at '/manent': got string, want object\n", True),
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- (root): Additional property manent is not allowed\n", True),  # helm <= 3.17 (gojsonschema)
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- manent.slot: manent.slot must be one of the following: \"a\", \"b\"\n", True),
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- at '': additional properties 'manentx' not allowed\n", False),
+    ("Error: values don't meet the specifications of the schema(s) in the following chart(s):\nx:\n"
+     "- at '/replicaCount': got string, want integer\n", False),
+    ("Error: template: x/templates/a.yaml:1:2: additional properties 'manent' not allowed\n", False),
+])
+def test_schema_rejection_of_manent_is_recognised(tmp_path, err, rejected):
+    fake = fake_helm(tmp_path, "cat >&2 <<'EOF'\n%sEOF\nexit 1" % err)
+    with pytest.raises(RenderError) as caught:
+        render_chart(chart_path(STRICT), "r", "ns", KUBE, [], slot="a", options=HelmOptions(command=fake))
+    assert ("rejects the key manent" in caught.value.message) is rejected
+    assert caught.value.message.endswith("helm template failed: " + err.strip())
 
 
 # --- hooks --------------------------------------------------------------------------------------
@@ -522,6 +665,17 @@ echo 'metadata: {name: a}'""" % {"seen": seen})
         "x: 1\n#\n"
         '{"image": {"tag": "1.4.0"}}\n#\n'
         '{"manent": {"slot": "a"}}\n#\n')
+
+
+def test_without_slot_no_manent_values_layer(tmp_path):
+    seen = tmp_path / "args"
+    fake = fake_helm(tmp_path, """for arg in "$@"; do echo "$arg"; done > %s
+echo 'kind: Namespace'; echo 'metadata: {name: n}'""" % seen)
+    render_chart(chart_path(SAMPLE), "shop", "prod", KUBE, [], values_yaml="x: 1", options=HelmOptions(command=fake))
+    values = [os.path.basename(arg) for arg in seen.read_text().splitlines() if arg.startswith("--values=")]
+    assert values == ["01-helm-values.yaml"]
+    render_chart(chart_path(SAMPLE), "shop", "prod", KUBE, [], options=HelmOptions(command=fake))
+    assert not [arg for arg in seen.read_text().splitlines() if arg.startswith("--values=")]
 
 
 def test_helm_stderr_becomes_warnings(tmp_path):
