@@ -7,7 +7,8 @@
 never through Ansible variables. JSON, one document::
 
     {"format": 1, "cluster": URL, "namespace": NS, "release": {...}, "artifact": {...},
-     "phase_hint": ..., "objects": [...], "sources": [...], "hooks_skipped": [...], "warnings": [...]}
+     "objects": [...], "sources": [...], "hooks_skipped": [...], "warnings": [...],
+     "slot": "" or the traffic slot the objects were made for}
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Bundle:
     artifact: dict = field(default_factory=dict)
     hooks_skipped: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    slot: str = ""
 
     def to_dict(self):
         k = self.release.key
@@ -47,6 +49,7 @@ class Bundle:
             "sources": self.sources,
             "hooks_skipped": self.hooks_skipped,
             "warnings": self.warnings,
+            "slot": self.slot,
         }
 
     def source_of(self, index):
@@ -89,4 +92,4 @@ def read(path):
     return Bundle(release=release, namespace=data["namespace"], objects=data["objects"],
                   sources=data.get("sources", []), cluster=data.get("cluster", ""),
                   artifact=data.get("artifact", {}), hooks_skipped=data.get("hooks_skipped", []),
-                  warnings=data.get("warnings", []))
+                  warnings=data.get("warnings", []), slot=data.get("slot", ""))

@@ -21,7 +21,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle, owners
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle, owners, slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import (
     CHANGING, DELETED, SKIPPED, Applier, ApplyOptions, Change, crd_kinds)
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
@@ -71,6 +71,7 @@ class DeployResult:
     history: dict = field(default_factory=dict)
     adopted: list = field(default_factory=list)
     phase: str = UPGRADE
+    slot: str = ""
 
     @property
     def changed(self):
@@ -84,7 +85,7 @@ class DeployResult:
             "details": {
                 "namespace": self.namespace, "objects": len([c for c in self.changes if c.action != SKIPPED]),
                 "release": self.release, "previous": self.previous, "pruned": self.pruned,
-                "objects_skipped": self.objects_skipped, "phase": self.phase,
+                "objects_skipped": self.objects_skipped, "phase": self.phase, "slot": self.slot,
             },
             "changes": [c.to_dict() for c in self.changes],
             "counts": _counts(self.changes),
@@ -132,22 +133,25 @@ class Deployer:
         create_ns = self._release_namespace(bundle, objects if objects is not None else bundle.objects)
         store = self.store(bundle.namespace, bundle.release.key)
         current = store.in_service()
+        located = store.locator() or {}
         phase = phase or (INSTALL if current is None else UPGRADE)
         version = bundle.release.version
         result = DeployResult(status="pending", namespace=bundle.namespace, release=version,
                               previous=(current or {}).get("version", ""), phase=phase,
-                              warnings=list(bundle.warnings))
+                              warnings=list(bundle.warnings), slot=bundle.slot)
         if previous_objects is None:
             previous_objects = self._prune_candidates(
-                store, current, secrets=any(is_secret(o) for o in (objects if objects is not None else bundle.objects)))
+                store, current, secrets=any(is_secret(o) for o in (objects if objects is not None else bundle.objects)),
+                candidate=located.get("candidate"))
+        if bundle.slot:  # a candidate's deploy never prunes the stable slot's (or an un-slotted release's) workloads
+            previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(objects if objects is not None else bundle.objects, previous_objects)
         selected, skipped = [], []
         for obj in (objects if objects is not None else bundle.objects):
             (selected if lifecycle.applies_in(obj, phase) else skipped).append(obj)
         result.skipped = ["%s (deploy-on: not in %s)" % (ref(o), phase) for o in skipped]
         result.changes.extend(Change(ref(o), SKIPPED, reason="deploy-on excludes %s" % phase) for o in skipped)
-        noop = bool(current) and current.get("version") == version and \
-            current.get("deployment") == bundle.release.deployment and phase != ROLLBACK
+        noop = _same_release(current, located, bundle) and phase != ROLLBACK
         replaced = result.previous if replaced is None else replaced
         try:  # before any write, in check mode too
             result.adopted = owners.check(self.applier, selected, bundle.release.key, adopt=self.options.adopt,
@@ -157,7 +161,7 @@ class Deployer:
             exc.partial = result
             raise
         result.warnings.extend(owners.warnings(result.adopted, bundle.release.key, self.dry_run))
-        meta = {"artifactSha256": bundle.artifact.get("sha256", ""), "replaced": replaced}
+        meta = {"artifactSha256": bundle.artifact.get("sha256", ""), "replaced": replaced, "slot": bundle.slot}
         if not self.dry_run and not noop:
             store.prepare_record(bundle.release, bundle.objects, meta)  # size check before the first write
         if self.dry_run:
@@ -195,8 +199,12 @@ class Deployer:
             if self.options.prune:
                 result.pruned = self.prune(previous_objects, bundle.objects, result)
             timings["prune"] = time.monotonic() - t
-            if not noop:
+            if not noop and bundle.slot:  # traffic: in service only after manent_traffic promote
+                store.set_candidate(bundle.release, bundle.slot)
+                result.history["candidate"] = bundle.slot
+            elif not noop:
                 store.promote(bundle.release, replaced)
+            if not noop:
                 result.history["deleted"] = store.cleanup(self.options.keep_releases)
                 if self.options.helm_migrate_release and phase == INSTALL:
                     result.history["helm_secrets_deleted"] = store.delete_helm_release_secrets(
@@ -376,6 +384,12 @@ class Deployer:
         if current is None:
             raise ManentError("no release in service to roll back to", subject="history in %s" % namespace,
                               hint="deploy first; rollback needs a successful release in history")
+        if current.get("slot"):
+            raise InputError("version %s is in service in traffic slot %s: traffic releases are not rolled back by "
+                             "re-applying stored objects" % (current["version"], current["slot"]),
+                             subject="history in %s" % namespace,
+                             hint="before promote, use manent_traffic operation=abort; after it, deploy the previous "
+                                  "version again with the traffic strategy and promote it (docs/traffic.md)")
         unfinished = _unfinished_release(store, current)
         if unfinished:
             default_target, rolled_back = current["version"], unfinished
@@ -404,26 +418,34 @@ class Deployer:
             store.mark(rolled_back, "rolled-back")
         return result
 
-    def _prune_candidates(self, store, current, secrets=False):
+    def _prune_candidates(self, store, current, secrets=False, candidate=""):
         """Objects the new release may prune: those of the release in service, plus those of a newer
         release that failed (its objects may be on the cluster although it never went into service).
         Secrets come with their values only when ``secrets`` (the new release has Secrets, whose unchanged
         ones keep their release annotations): pruning needs names, labels and annotations alone."""
-        if not current:
-            return []
-        objects = list(store.previous_objects(secrets=secrets))
-        unfinished = _unfinished_release(store, current)
-        if unfinished:
-            seen = {key_of(o) for o in objects}
-            objects.extend(o for o in store.load(unfinished, secrets=False)[1] if key_of(o) not in seen)
+        objects = list(store.previous_objects(secrets=secrets)) if current else []
+        for other in (_unfinished_release(store, current) if current else "", candidate):
+            if other and other != (current or {}).get("version"):
+                seen = {key_of(o) for o in objects}
+                objects.extend(o for o in store.load(other, secrets=secrets)[1] if key_of(o) not in seen)
         return objects
+
+
+def _same_release(current, located, bundle):
+    """True when ``bundle`` is already deployed: the release in service or, for traffic, the candidate."""
+    deployment = bundle.release.deployment
+    if bundle.slot:
+        return located.get("candidate") == bundle.release.version and \
+            located.get("candidateDeployment") == deployment
+    return bool(current) and current.get("version") == bundle.release.version and \
+        current.get("deployment") == deployment
 
 
 def _unfinished_release(store, current):
     """The version of the newest record when it failed (or never finished) after the release in service,
     else "": its objects may be on the cluster although it never went into service."""
     newest = next(iter(store.records()), None)
-    if newest and newest.get("status") in ("failed", "pending") and newest.get("version") != current["version"]:
+    if newest and newest.get("status") in ("failed", "pending", "aborted") and newest.get("version") != current["version"]:
         return newest["version"]
     return ""
 

@@ -68,7 +68,11 @@ STATUS_DEPLOYED = "deployed"
 STATUS_FAILED = "failed"
 STATUS_SUPERSEDED = "superseded"
 STATUS_ROLLED_BACK = "rolled-back"
-STATUSES = (STATUS_PENDING, STATUS_DEPLOYED, STATUS_FAILED, STATUS_SUPERSEDED, STATUS_ROLLED_BACK)
+# Traffic rollouts: applied to the slot not in service, waiting for steps and promote; or given up by abort.
+STATUS_CANDIDATE = "candidate"
+STATUS_ABORTED = "aborted"
+STATUSES = (STATUS_PENDING, STATUS_DEPLOYED, STATUS_FAILED, STATUS_SUPERSEDED, STATUS_ROLLED_BACK,
+            STATUS_CANDIDATE, STATUS_ABORTED)
 
 RECORD_FIELDS = ("version", "deployment", "artifactSha256", "created", "status", "slot", "replaced",
                  "objectCount", "format", SECRETS_FIELD)
@@ -77,7 +81,12 @@ RECORD_META_FIELDS = ("artifactSha256", "created", "status", "slot", "replaced")
 _FIXED_RECORD_FIELDS = ("version", "objectCount", "format", SECRETS_FIELD)
 
 LOCK_FIELDS = ("lockHolder", "lockSince", "lockExpires")
-LOCATOR_FIELDS = ("version", "deployment", "record", "slot", "replaced", "replacedRecord", "updated") + LOCK_FIELDS
+# Traffic rollouts: the candidate (release applied to the other slot), its weight in percent, when the
+# release in service was promoted, and the replaced release once its slot was retired.
+TRAFFIC_FIELDS = ("candidate", "candidateDeployment", "candidateRecord", "candidateSlot", "weight", "promoted",
+                  "retired")
+LOCATOR_FIELDS = ("version", "deployment", "record", "slot", "replaced", "replacedRecord", "updated") + \
+    TRAFFIC_FIELDS + LOCK_FIELDS
 LOCK_TTL_SECONDS = 900
 LOCK_FREE = "free"
 LOCK_HELD = "held"

@@ -416,7 +416,10 @@ class HistoryStore:
             data = codec.decode_locator(cm)
             self._check_lock(data, "promote version %s" % release.version)
             data.update(version=str(release.version), deployment=str(release.deployment or ""), record=name,
-                        slot=slot, replaced=replaced, replacedRecord=replaced_record)
+                        slot=slot, replaced=replaced, replacedRecord=replaced_record, retired="",
+                        promoted=codec.format_time(self._now()) if slot else "")
+            if data["candidate"] == str(release.version) or not slot:
+                data.update({field: "" for field in codec.TRAFFIC_FIELDS if field not in ("promoted", "retired")})
             return self._with_data(cm, data)
 
         self._update(self.locator_name, point, "promote version %s" % release.version)
@@ -428,6 +431,37 @@ class HistoryStore:
             else:
                 self.mark(replaced, codec.STATUS_SUPERSEDED)
         return self.locator()
+
+    def update_locator(self, action, **fields):
+        """Set locator ``fields`` (traffic state: candidate, weight, retired, ...) under this holder's lock."""
+        unknown = sorted(set(fields) - set(codec.TRAFFIC_FIELDS))
+        if unknown:
+            raise InputError("locator field(s) %s are not traffic fields" % ", ".join(unknown),
+                             subject=self._subject(self.locator_name))
+
+        def change(cm):
+            data = codec.decode_locator(cm)
+            self._check_lock(data, action)
+            wanted = {name: "" if value is None else str(value) for name, value in fields.items()}
+            if all(data[name] == value for name, value in wanted.items()):
+                return None
+            data.update(wanted)
+            return self._with_data(cm, data)
+
+        self._update(self.locator_name, change, action,
+                     missing_hint="nothing of this release key was deployed to this namespace")
+        return self.locator()
+
+    def set_candidate(self, release, slot):
+        """Record ``release`` (applied to ``slot``, not in service) as the traffic candidate, weight 0."""
+        self._check_release(release)
+        name = codec.record_name(self.key, release.version)
+        self.mark(release.version, codec.STATUS_CANDIDATE, slot=slot)
+        current = self.locator() or {}
+        weight = current.get("weight") if current.get("candidate") == str(release.version) else "0"
+        return self.update_locator("record the candidate %s" % release.version, candidate=release.version,
+                                   candidateDeployment=release.deployment or "", candidateRecord=name,
+                                   candidateSlot=slot, weight=weight or "0")
 
     def _raw_records(self, role=codec.HISTORY_RECORD):
         selector = codec.history_selector(self.key, role)
@@ -472,11 +506,12 @@ class HistoryStore:
         return self._with_secrets(cm, objects, "read the Secrets of the release in service") if secrets else objects
 
     def cleanup(self, keep):
-        """Delete this key's records beyond the ``keep`` newest, never the one in service nor the one it
-        replaced; returns the deleted record names, oldest first. Backups of deleted records go too."""
+        """Delete this key's records beyond the ``keep`` newest, never the one in service, the one it
+        replaced nor the traffic candidate; returns the deleted record names, oldest first. Backups of deleted records go too."""
         cms = {cm["metadata"]["name"]: cm for cm in self._raw_records()}
         data = self.locator() or {}
-        protect = {name for name in (data.get("record"), data.get("replacedRecord")) if name}
+        protect = {name for name in (data.get("record"), data.get("replacedRecord"), data.get("candidateRecord"))
+                   if name}
         doomed = codec.records_to_delete([codec.record_meta(cm) for cm in cms.values()], keep, protect)
         deleted = []
         for name in doomed:

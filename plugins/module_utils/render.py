@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle, slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import (
     CHART, detect, read_manifests, verify)
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
@@ -60,6 +60,9 @@ class RenderOptions:
     helm_skip_crds: bool = False
     require_image_digest: bool = False
     slot: str = ""
+    traffic_rename: bool = True
+    traffic_router: str = "gateway-api"
+    traffic_proportional: bool = False
     artifact_sha256: str = ""
     allow_unverified: bool = False
     artifact_label: str = ""
@@ -81,8 +84,16 @@ def default_deployment_id(version, artifact_sha256, options):
     material = json.dumps({"version": version, "sha256": artifact_sha256, "namespace": options.namespace,
                            "variables": options.variables, "values_files": options.helm_values_files,
                            "values": options.helm_values, "value": options.helm_value,
-                           "release": options.helm_release, "slot": options.slot}, sort_keys=True, default=str)
+                           "release": options.helm_release, "slot": options.slot,
+                           "traffic": _traffic_shape(options)}, sort_keys=True, default=str)
     return "d" + hashlib.sha256(material.encode()).hexdigest()[:12]
+
+
+def _traffic_shape(options):
+    """The traffic options that change the objects ('' outside traffic rollouts, so ids stay as before)."""
+    if not options.slot:
+        return ""
+    return [options.traffic_rename, options.traffic_router, options.traffic_proportional]
 
 
 class _Problems:
@@ -169,10 +180,16 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
         stamp(obj, release)
         objects.append(obj)
         sources.append(source)
+    if options.slot:
+        try:
+            objects = slots.apply_slot(objects, options.slot, rename=options.traffic_rename,
+                                       router=options.traffic_router, proportional=options.traffic_proportional)
+        except ManentError as exc:
+            problems.add(str(exc))
     problems.raise_if_any(options.artifact_label or os.path.basename(path))
     order = sorted(range(len(objects)), key=lambda i: sort_key(objects[i]))
     return Bundle(release=release, namespace=options.namespace, objects=[objects[i] for i in order],
-                  sources=[sources[i] for i in order], cluster=cluster_url,
+                  sources=[sources[i] for i in order], cluster=cluster_url, slot=options.slot,
                   artifact={"name": release.key.artifact, "version": release.version,
                             "sha256": options.artifact_sha256,
                             "type": "chart" if is_chart else "manifests"},

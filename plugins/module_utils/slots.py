@@ -238,3 +238,10 @@ def apply_slot(objects, slot, rename=True, router=ROUTER_GATEWAY, proportional=F
                     (namespace_of(obj), obj.get("kind"), name_of(obj)) not in scaled:
                 _start_small(obj)
     return result
+
+
+def prunable_by(objects, slot):
+    """The objects of earlier releases that a deploy into ``slot`` may prune: those of ``slot`` and the
+    shared ones; never the other slot's, nor the slot kinds of an un-slotted release (its workloads serve
+    until the route moves, see Migration in docs/traffic.md)."""
+    return [obj for obj in objects if slot_of(obj) == slot or (not slot_of(obj) and not is_slot_kind(obj))]

@@ -121,9 +121,50 @@ options:
     type: bool
     default: false
   slot:
-    description: Traffic slot (C(a) or C(b)) given to charts as C(.Values.manent.slot). Empty when not a traffic rollout.
+    description:
+      - Traffic slot (C(a) or C(b)), given to charts as C(.Values.manent.slot). Empty when not a traffic rollout.
+      - Only a non-empty slot adds the values layer C(manent.slot); without one the chart gets exactly the values
+        C(helm template) would get, so charts whose C(values.schema.json) forbids unknown top-level keys render.
+      - With a slot, such a chart must allow the key C(manent) in its root schema, otherwise rendering fails with
+        an error naming the chart. Charts should read the slot with C(.Values.manent) in parentheses, as in
+        "(.Values.manent).slot", which is empty without a slot.
     type: str
     default: ""
+  strategy:
+    description:
+      - C(rolling) deploys the release in place. C(traffic) deploys it to the slot that is not in service (C(a) for
+        the first traffic release), read from the release history of the cluster unless O(slot) is given; the
+        slot's objects are renamed and labelled (see O(traffic_rename)) and M(manent.kubernetes.manent_traffic)
+        moves the traffic.
+    type: str
+    choices: [rolling, traffic]
+    default: rolling
+  traffic_rename:
+    description:
+      - With a slot, Deployments, StatefulSets, DaemonSets, Services, HPAs and PDBs get the suffix C(-<slot>) and
+        the label C(manent.io/track). C(false) only adds the label, for charts that name objects per slot with
+        C(.Values.manent.slot).
+    type: bool
+    default: true
+  traffic_router:
+    description: C(gateway-api) (HTTPRoute or GRPCRoute weights) or C(istio) (VirtualService weights; Services keep
+      their names and are shared by both slots).
+    type: str
+    choices: [gateway-api, istio]
+    default: gateway-api
+  traffic_replicas:
+    description: C(proportional) starts the candidate's Deployments and StatefulSets (not HPA-managed) at 1 replica
+      (the manifest's count kept in annotation C(manent.io/replicas)); each traffic step grows them. C(manifest)
+      keeps the manifest's replicas.
+    type: str
+    choices: [manifest, proportional]
+    default: manifest
+  traffic_migrate:
+    description: Allow the first traffic release of an application whose release in service is not slotted (its
+      objects have no C(-a)/C(-b) suffix); the un-suffixed objects keep serving until the route moves, and are
+      removed by hand afterwards.
+    type: bool
+    default: false
   bundle:
     description: Where to write the bundle. Default a file in O(work_dir) named after the cluster and the release key.
     type: path
@@ -172,6 +213,10 @@ deployment:
   description: The deploy id used.
   returned: success
   type: str
+slot:
+  description: The traffic slot the objects were made for (C(a) or C(b)); empty for the rolling strategy.
+  returned: success
+  type: str
 objects:
   description: Number of objects in the bundle.
   returned: success
@@ -206,6 +251,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import wr
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import key_hash
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
     RenderOptions, default_deployment_id, render)
 from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import sha256_file
@@ -228,6 +275,11 @@ RENDER_SPEC = {
     "helm_timeout": {"type": "str", "default": "2m"},
     "require_image_digest": {"type": "bool", "default": False},
     "slot": {"type": "str", "default": ""},
+    "strategy": {"type": "str", "choices": ["rolling", "traffic"], "default": "rolling"},
+    "traffic_rename": {"type": "bool", "default": True},
+    "traffic_router": {"type": "str", "choices": ["gateway-api", "istio"], "default": "gateway-api"},
+    "traffic_replicas": {"type": "str", "choices": ["manifest", "proportional"], "default": "manifest"},
+    "traffic_migrate": {"type": "bool", "default": False},
     "bundle": {"type": "path"},
 }
 
@@ -239,6 +291,8 @@ def render_options(params):
         helm_values=params.get("helm_values") or "", helm_value=params["helm_value"] or {},
         helm_hooks=params["helm_hooks"], helm_skip_crds=params["helm_skip_crds"],
         require_image_digest=params["require_image_digest"], slot=params["slot"] or "",
+        traffic_rename=params["traffic_rename"], traffic_router=params["traffic_router"],
+        traffic_proportional=params["traffic_replicas"] == "proportional",
         artifact_sha256=params.get("artifact_sha256") or "", allow_unverified=params["allow_unverified"],
         artifact_label=os.path.basename(params["artifact"]))
 
@@ -246,13 +300,16 @@ def render_options(params):
 def run(module):
     p = module.params
     options = render_options(p)
-    sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
-    deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
-    release = mc.release(p, p["version"], deployment)
     helm = HelmOptions(command=p["helm_command"], sha256=p.get("helm_sha256") or "",
                        timeout=parse_duration(p["helm_timeout"], name="helm_timeout"))
     kube, discovery = mc.open_cluster(p)
     try:
+        if p["strategy"] == "traffic" and not options.slot:
+            store = HistoryStore(kube, p["namespace"], mc.release_key(p))
+            options.slot = choose_slot(store.locator(), migrate=p["traffic_migrate"])
+        sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
+        deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
+        release = mc.release(p, p["version"], deployment)
         major, minor, git_version = kube.version()
         bundle = render(p["artifact"], release, options, discovery, (major, minor, git_version), helm_options=helm,
                         cluster_url=kube.url)
@@ -267,7 +324,7 @@ def run(module):
     summary = bundle.summary()
     for w in bundle.warnings:
         module.warn(w)
-    return dict(changed=False, bundle=path, deployment=deployment, objects=summary["objects"],
+    return dict(changed=False, bundle=path, deployment=deployment, slot=bundle.slot, objects=summary["objects"],
                 kinds=summary["kinds"], hooks_skipped=bundle.hooks_skipped, warnings_list=bundle.warnings,
                 cluster_version=git_version)
 

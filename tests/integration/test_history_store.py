@@ -72,7 +72,9 @@ def test_first_acquire_creates_the_locked_locator(cluster, namespace):
     assert cm["metadata"]["labels"] == hc.history_labels(SHOP, hc.HISTORY_LOCATOR)
     assert cm["data"] == {"version": "", "deployment": "", "record": "", "slot": "", "replaced": "",
                           "replacedRecord": "", "updated": "2024-05-01T12:00:00Z", "lockHolder": "deploy-1",
-                          "lockSince": "2024-05-01T12:00:00Z", "lockExpires": "2024-05-01T12:15:00Z"}
+                          "lockSince": "2024-05-01T12:00:00Z", "lockExpires": "2024-05-01T12:15:00Z",
+                          "candidate": "", "candidateDeployment": "", "candidateRecord": "", "candidateSlot": "",
+                          "weight": "", "promoted": "", "retired": ""}
     assert got == dict(cm["data"], name=cm["metadata"]["name"], resourceVersion=cm["metadata"]["resourceVersion"])
     assert history.locator() == got
     assert history.in_service() is None

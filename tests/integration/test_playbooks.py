@@ -47,7 +47,7 @@ def test_argument_specs_mirror_defaults():
     role_options = {k: v for k, v in options.items() if k.startswith("deploy_")}
     assert sorted(role_options) == sorted(defaults)
     assert {name: spec.get("default") for name, spec in role_options.items()} == defaults
-    for entry in ("main", "plan", "waves", "rollback", "checkpoint", "audit", "history"):
+    for entry in ("main", "plan", "waves", "rollback", "checkpoint", "audit", "history", "traffic"):
         assert specs[entry]["options"] == options, entry
         assert os.path.exists(os.path.join(ROLE, "tasks", entry + ".yml")), entry
 

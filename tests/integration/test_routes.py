@@ -12,7 +12,6 @@ lets another real write happen between manent's read and its patch.
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -23,8 +22,9 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
 
 pytestmark = pytest.mark.integration
 
-TESTERS = {"name": "x-canary", "value": "always"}
-MERGE = "application/merge-patch+json"
+from tests.integration.route_helpers import (
+    MERGE, TESTERS, backends, controller, create, destination_rule, httproute, read, rule, set_status,
+    virtualservice, weights)
 
 
 class OtherWriter:
@@ -52,66 +52,6 @@ class OtherWriter:
 
     def methods(self):
         return [method for method, _query in self.calls]
-
-
-def backends(service, weights, port=8080):
-    return [{"name": "%s-%s" % (service, slot), "port": port, "weight": weight} for slot, weight in weights.items()]
-
-
-def httproute(namespace, slots=("a", "b")):
-    both = {slot: weight for slot, weight in (("a", 100), ("b", 0)) if slot in slots}
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-        "metadata": {"name": "shop", "namespace": namespace},
-        "spec": {
-            "parentRefs": [{"name": "no-such-gateway"}],
-            "rules": [
-                {"name": "testers", "matches": [{"path": {"type": "PathPrefix", "value": "/"},
-                                                 "headers": [{"name": "x-canary", "value": "always"}]}],
-                 "backendRefs": backends("shop", both)},
-                {"name": "static", "matches": [{"path": {"type": "PathPrefix", "value": "/static"}}],
-                 "filters": [{"type": "RequestHeaderModifier",
-                              "requestHeaderModifier": {"set": [{"name": "Cache-Control", "value": "max-age=60"}]}}],
-                 "backendRefs": [{"name": "static-v1", "port": 80, "weight": 3},
-                                 {"name": "static-v2", "port": 80, "weight": 1}]},
-                {"name": "app", "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-                 "backendRefs": backends("shop", both)},
-            ],
-        },
-    }
-
-
-def create(cluster, obj):
-    ref = routes.RouteRef(obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
-    collection = routes.path_of(ref).rsplit("/", 1)[0]
-    return cluster.kube.request("POST", collection, body=obj, subject=str(ref)).data
-
-
-def read(cluster, ref):
-    return routes.read_route(cluster.kube, ref)
-
-
-def rule(route, name):
-    return next(item for item in route["spec"]["rules"] if item.get("name") == name)
-
-
-def weights(item, service="shop"):
-    return {ref["name"][-1]: ref["weight"] for ref in item["backendRefs"] if ref["name"].startswith(service + "-")}
-
-
-def set_status(cluster, ref, generation, accepted="True", resolved="True", reason="Accepted", message=""):
-    """Act as the route controller: write status.parents for the Gateway the route names."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    conditions = [
-        {"type": "Accepted", "status": accepted, "reason": reason, "message": message,
-         "observedGeneration": generation, "lastTransitionTime": stamp},
-        {"type": "ResolvedRefs", "status": resolved, "reason": "ResolvedRefs", "message": "",
-         "observedGeneration": generation, "lastTransitionTime": stamp}]
-    status = {"parents": [{"parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway",
-                                         "name": "no-such-gateway"},
-                           "controllerName": "manent.io/test-controller", "conditions": conditions}]}
-    return cluster.kube.request("PATCH", routes.path_of(ref, "status"), body={"status": status},
-                                content_type=MERGE).data
 
 
 # ------------------------------------------------------------------------------------------- weights
@@ -232,17 +172,6 @@ def test_a_missing_route_is_named(cluster, namespace):
 
 # ------------------------------------------------------------------------------------------- acceptance
 
-def controller(cluster, ref, steps):
-    """A thread acting as the route controller: ``steps`` is a list of (delay, status keyword arguments)."""
-    def run():
-        for delay, kwargs in steps:
-            time.sleep(delay)
-            set_status(cluster, ref, **kwargs)
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 def test_wait_accepted_once_the_controller_reports_the_new_generation(cluster, namespace):
     create(cluster, httproute(namespace))
     ref = routes.RouteRef("HTTPRoute", namespace, "shop")
@@ -328,30 +257,6 @@ def test_grpcroute_round_trip(cluster, namespace):
 
 
 # ------------------------------------------------------------------------------------------- Istio
-
-def destination(subset, weight):
-    return {"destination": {"host": "shop", "subset": subset, "port": {"number": 8080}}, "weight": weight}
-
-
-def virtualservice(namespace, testers_first=True):
-    testers = {"name": "testers", "match": [{"headers": {"x-canary": {"exact": "always"}}}],
-               "route": [destination("a", 100), destination("b", 0)]}
-    app = {"name": "app", "retries": {"attempts": 3, "perTryTimeout": "2s"},
-           "route": [destination("a", 100), destination("b", 0)]}
-    static = {"name": "static", "match": [{"uri": {"prefix": "/static"}}],
-              "route": [{"destination": {"host": "static", "port": {"number": 80}}}]}
-    http = [testers, static, app] if testers_first else [static, app, testers]
-    return {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-            "metadata": {"name": "shop", "namespace": namespace},
-            "spec": {"hosts": ["shop.example.com"], "http": http}}
-
-
-def destination_rule(namespace, subsets=("a", "b")):
-    return {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
-            "metadata": {"name": "shop", "namespace": namespace},
-            "spec": {"host": "shop.%s.svc.cluster.local" % namespace,
-                     "subsets": [{"name": slot, "labels": {routes.TRACK_LABEL: slot}} for slot in subsets]}}
-
 
 def test_virtualservice_round_trip(cluster, namespace):
     create(cluster, destination_rule(namespace))

@@ -377,7 +377,7 @@ def test_set_status_rejects(status, fields, message):
 @pytest.mark.parametrize("status", hc.STATUSES)
 def test_every_status_is_accepted(status):
     assert hc.set_status(make_record(), status)["data"]["status"] == status
-    assert hc.STATUSES == ("pending", "deployed", "failed", "superseded", "rolled-back")
+    assert hc.STATUSES == ("pending", "deployed", "failed", "superseded", "rolled-back", "candidate", "aborted")
 
 
 # --------------------------------------------------------------------------- locator
@@ -389,7 +389,10 @@ def test_locator_round_trip():
     cm = hc.encode_locator(SHOP, "shop-prod", current, now=T0)
     assert cm["metadata"] == {"name": "manent-untenanted-shop-shop-api-prod-29195a97", "namespace": "shop-prod",
                               "labels": hc.history_labels(SHOP, "locator")}
-    assert cm["data"] == dict(current, updated="2024-05-01T12:00:00Z", lockHolder="", lockSince="", lockExpires="")
+    traffic = {"candidate": "", "candidateDeployment": "", "candidateRecord": "", "candidateSlot": "", "weight": "",
+               "promoted": "", "retired": ""}
+    assert cm["data"] == dict(current, updated="2024-05-01T12:00:00Z", lockHolder="", lockSince="", lockExpires="",
+                              **traffic)
     assert hc.decode_locator(cm) == cm["data"]
 
 

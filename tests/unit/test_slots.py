@@ -436,3 +436,14 @@ def test_constants():
     assert slots.SLOTS == ("a", "b")
     assert (slots.TRACK_LABEL, slots.REPLICAS_ANNOTATION) == ("manent.io/track", "manent.io/replicas")
     assert (slots.ROUTER_GATEWAY, slots.ROUTER_ISTIO) == ("gateway-api", "istio")
+
+
+@pytest.mark.parametrize("label, kind, kept", [
+    ("b", "Deployment", True), ("a", "Deployment", False), ("", "Deployment", False), ("", "ConfigMap", True),
+    ("a", "ConfigMap", False), ("", "Service", False), ("b", "Service", True),
+])
+def test_prunable_by_a_deploy_into_b(label, kind, kept):
+    api = "apps/v1" if kind == "Deployment" else "v1"
+    obj = {"apiVersion": api, "kind": kind, "metadata": {"name": "x", "namespace": "ns",
+                                                         "labels": {"manent.io/track": label} if label else {}}}
+    assert (slots.prunable_by([obj], "b") == [obj]) is kept

@@ -1,0 +1,254 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: manent_traffic
+short_description: Move traffic between the a/b slots of a release in one cluster (percentage rollouts)
+version_added: 0.2.0
+description:
+  - A release deployed with the traffic strategy (M(manent.kubernetes.manent_render) O(strategy=traffic)) runs in the
+    slot that is not in service and is the I(candidate). This module moves traffic to it by changing only the weights
+    of the route's backends C(<traffic_service>-a) and C(<traffic_service>-b) (Gateway API HTTPRoute or GRPCRoute), or
+    of the subsets C(a) and C(b) (Istio VirtualService). Every other rule, match, filter and backend is left as it is.
+  - O(operation=step) gives the candidate O(percent) of the traffic; with O(traffic_replicas=proportional) its
+    workloads first grow to ceil(replicas x percent / 100) and become Ready.
+  - O(operation=promote) brings the candidate to full size, gives it all traffic and makes it the release in service;
+    the replaced release is recorded.
+  - O(operation=abort) brings the stable slot to full size and Ready, moves all traffic (testers too) back to it,
+    waits O(settle_delay), then scales the candidate to zero (its HPAs deleted).
+  - O(operation=retire) scales the replaced slot to zero and deletes its HPAs, once O(scale_down_delay) has passed
+    since the promotion and the route sends it nothing.
+  - O(operation=status) reports the slots, versions, weights and readiness.
+  - Every change to a Gateway API route is a patch of the whole C(spec.rules) conditioned on the resourceVersion
+    read (re-read and retried on a conflict), then verified: each parent in C(status.parents) must report
+    C(Accepted) and C(ResolvedRefs) for the new generation within O(accept_timeout).
+  - Each operation holds the release's history lock and is safe to run again after a failure at any point.
+author:
+  - manent developers (@manent-io)
+extends_documentation_fragment:
+  - manent.kubernetes.connection
+attributes:
+  check_mode:
+    support: full
+    description: The route patch is sent as a server-side dry run; nothing is scaled and history is not written.
+  diff_mode:
+    support: none
+options:
+  operation:
+    description: What to do.
+    type: str
+    choices: [status, step, promote, abort, retire]
+    default: status
+  percent:
+    description: With O(operation=step), the candidate's share of the traffic, 0 to 100.
+    type: int
+  application:
+    description: Application of the release key.
+    type: str
+    required: true
+  artifact_name:
+    description: Artifact of the release key. Default O(application).
+    type: str
+  environment:
+    description: Environment of the release key.
+    type: str
+    required: true
+  tenant:
+    description: Tenant of the release key.
+    type: str
+    default: untenanted
+  namespace:
+    description: Namespace of the release and its history.
+    type: str
+    default: default
+  traffic_route:
+    description: Name of the HTTPRoute, GRPCRoute or (Istio) VirtualService.
+    type: str
+    required: true
+  traffic_route_kind:
+    description: Kind of the Gateway API route.
+    type: str
+    choices: [HTTPRoute, GRPCRoute]
+    default: HTTPRoute
+  traffic_route_namespace:
+    description: Namespace of the route. Default O(namespace).
+    type: str
+  traffic_service:
+    description: Base name of the Service; the route's backends are C(<traffic_service>-a) and C(<traffic_service>-b)
+      (Istio; the host of the VirtualService destinations, with subsets C(a) and C(b) of the DestinationRule of the
+      same name).
+    type: str
+    required: true
+  traffic_router:
+    description: C(gateway-api) or C(istio).
+    type: str
+    choices: [gateway-api, istio]
+    default: gateway-api
+  testers_header:
+    description: The header (C(name) and optional C(value)) of the route rule that sends testers only to the candidate.
+      The rule must exist and list both slot backends; it is set once per rollout and never changed by steps.
+    type: dict
+    suboptions:
+      name:
+        description: Header name.
+        type: str
+        required: true
+      value:
+        description: Header value (exact match).
+        type: str
+  traffic_replicas:
+    description: C(proportional) resizes the candidate's Deployments and StatefulSets (not HPA-managed) with each step.
+    type: str
+    choices: [manifest, proportional]
+    default: manifest
+  accept_timeout:
+    description: How long to wait for the route's controller to accept a change, for example C(1m).
+    type: str
+    default: 1m
+  require_route_status:
+    description: Fail when the route's controller reports no status at all (by default such routes are not verified).
+    type: bool
+    default: false
+  settle_delay:
+    description: Time given to connections to drain after traffic moved away from workloads, before they are scaled
+      down.
+    type: str
+    default: 5s
+  scale_down_delay:
+    description: With O(operation=retire), the least time between the promotion and the retirement of the replaced
+      slot.
+    type: str
+    default: 10m
+  wait_timeout:
+    description: How long workloads may take to become Ready after a resize.
+    type: str
+    default: 5m
+  break_lock:
+    description: Take the release lock even if another deploy holds it (only when it is known to be dead).
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Send 10 % of the traffic to the candidate
+  manent.kubernetes.manent_traffic:
+    api_server: "{{ manent_api_server }}"
+    token: "{{ manent_token }}"
+    application: shop
+    environment: prod
+    namespace: shop-prod
+    traffic_route: shop
+    traffic_service: shop
+    operation: step
+    percent: 10
+
+- name: Promote the candidate
+  manent.kubernetes.manent_traffic:
+    api_server: "{{ manent_api_server }}"
+    token: "{{ manent_token }}"
+    application: shop
+    environment: prod
+    namespace: shop-prod
+    traffic_route: shop
+    traffic_service: shop
+    operation: promote
+"""
+
+RETURN = r"""
+operation:
+  description: The operation run.
+  returned: always
+  type: str
+weights:
+  description: The weights of the slots after the operation, for example C({"a": 90, "b": 10}).
+  returned: always
+  type: dict
+scaled:
+  description: Workloads resized, each C(object), C(from) and C(to) replicas.
+  returned: always
+  type: list
+  elements: dict
+deleted:
+  description: HPAs and DaemonSets deleted (abort and retire), as C(Kind/namespace/name).
+  returned: always
+  type: list
+  elements: str
+route:
+  description: The route changed (C(kind), C(namespace), C(name), C(generation)) and C(accepted) (C(accepted),
+    C(no-status) or C(not checked)).
+  returned: always
+  type: dict
+history:
+  description: The release in service (version, slot), the candidate (version, slot, weight), the replaced and retired
+    versions, when the release in service was promoted; with O(operation=status) also C(slots), per slot its
+    version, weight, readiness and workloads.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import OPERATIONS, Traffic, TrafficOptions
+
+TRAFFIC_SPEC = {
+    "operation": {"type": "str", "choices": list(OPERATIONS), "default": "status"},
+    "percent": {"type": "int"},
+    "traffic_route": {"type": "str", "required": True},
+    "traffic_route_kind": {"type": "str", "choices": ["HTTPRoute", "GRPCRoute"], "default": "HTTPRoute"},
+    "traffic_route_namespace": {"type": "str"},
+    "traffic_service": {"type": "str", "required": True},
+    "traffic_router": {"type": "str", "choices": ["gateway-api", "istio"], "default": "gateway-api"},
+    "testers_header": {"type": "dict", "options": {"name": {"type": "str", "required": True},
+                                                   "value": {"type": "str"}}},
+    "traffic_replicas": {"type": "str", "choices": ["manifest", "proportional"], "default": "manifest"},
+    "accept_timeout": {"type": "str", "default": "1m"},
+    "require_route_status": {"type": "bool", "default": False},
+    "settle_delay": {"type": "str", "default": "5s"},
+    "scale_down_delay": {"type": "str", "default": "10m"},
+    "wait_timeout": {"type": "str", "default": "5m"},
+    "break_lock": {"type": "bool", "default": False},
+}
+
+
+def traffic_options(params, check_mode):
+    """The module's parameters as TrafficOptions (one place)."""
+    testers = params.get("testers_header")
+    return TrafficOptions(
+        route=params["traffic_route"], route_kind=params["traffic_route_kind"],
+        route_namespace=params.get("traffic_route_namespace") or "", service=params["traffic_service"],
+        router=params["traffic_router"], testers={k: v for k, v in testers.items() if v is not None} if testers else None,
+        proportional=params["traffic_replicas"] == "proportional",
+        accept_timeout=parse_duration(params["accept_timeout"], name="accept_timeout"),
+        require_route_status=params["require_route_status"],
+        settle_delay=parse_duration(params["settle_delay"], name="settle_delay"),
+        scale_down_delay=parse_duration(params["scale_down_delay"], name="scale_down_delay"),
+        wait_timeout=parse_duration(params["wait_timeout"], name="wait_timeout"),
+        dry_run=check_mode, break_lock=params["break_lock"])
+
+
+def main():
+    module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, TRAFFIC_SPEC), supports_check_mode=True,
+                           required_if=[("operation", "step", ("percent",))])
+    mc.require_kubernetes(module)
+    try:
+        options = traffic_options(module.params, module.check_mode)
+        kube, discovery = mc.open_cluster(module.params)
+        try:
+            traffic = Traffic(kube, discovery, module.params["namespace"], mc.release_key(module.params), options)
+            result = traffic.run(module.params["operation"], module.params.get("percent"))
+        finally:
+            kube.close()
+    except ManentError as exc:
+        mc.fail(module, exc)
+    mc.exit_result(module, result.to_dict())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Traffic rollouts on a real cluster (issue 11): slots rendered and deployed, then step, promote, abort,
+retire and status through the engine, asserting on the objects. No data plane runs: the route's controller is
+played by ``AutoController`` (it reports every new generation Accepted), and kwok makes pods Ready.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+    RenderOptions, default_deployment_id, render)
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import Traffic, TrafficOptions, choose_slot
+from tests.integration.deploy_helpers import KEY, deployer, deployment, locator, record_status, write_artifact
+from tests.integration.route_helpers import (
+    TESTERS, AutoController, create, destination_rule, httproute, read, rule, virtualservice, weights)
+
+pytestmark = pytest.mark.integration
+
+ROUTE = routes.RouteRef("HTTPRoute", "", "shop")
+
+
+def manifests(version, replicas=4):
+    web = deployment("shop", replicas=replicas)
+    web["spec"]["template"]["metadata"]["annotations"] = {"release": version}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
+               "spec": {"selector": {"app": "shop"}, "ports": [{"port": 8080}]}}
+    worker = deployment("worker", replicas=2)
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "worker"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+                    "minReplicas": 2, "maxReplicas": 4,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                        "type": "Utilization", "averageUtilization": 80}}}]}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-config"}, "data": {"v": version}}
+    return [config, service, web, worker, hpa]
+
+
+def render_slot(cluster, tmp_path, namespace, version, router="gateway-api", proportional=True):
+    objects = manifests(version)
+    path, sha = write_artifact(tmp_path, objects)
+    slot = choose_slot(deployer(cluster).store(namespace, KEY).locator())
+    options = RenderOptions(namespace=namespace, artifact_sha256=sha, slot=slot, traffic_router=router,
+                            traffic_proportional=proportional)
+    release = Release(KEY, version, default_deployment_id(version, sha, options))
+    return render(path, release, options, Discovery(cluster.kube), cluster.kube.version())
+
+
+def ship(cluster, tmp_path, namespace, version, **render_options):
+    bundle = render_slot(cluster, tmp_path, namespace, version, **render_options)
+    result = deployer(cluster, prune=True, wait_timeout=60).deploy(bundle)
+    assert result.status == "deployed" and result.history.get("candidate") == bundle.slot
+    return bundle.slot
+
+
+def traffic(cluster, namespace, **options):
+    defaults = dict(route="shop", service="shop", testers=TESTERS, proportional=True, settle_delay=0,
+                    scale_down_delay=0, accept_timeout=20, wait_timeout=60)
+    defaults.update(options)
+    return Traffic(cluster.kube, Discovery(cluster.kube), namespace, KEY, TrafficOptions(**defaults))
+
+
+def replicas(cluster, namespace, name):
+    live = cluster.get("apps/v1", "Deployment", namespace, name)
+    return None if live is None else live["spec"]["replicas"]
+
+
+def route_ref(namespace):
+    return ROUTE._replace(namespace=namespace)
+
+
+def digest(obj):
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def test_full_rollout_a_to_b_then_b_to_a(cluster, namespace, tmp_path):
+    create(cluster, httproute(namespace))
+    ref = route_ref(namespace)
+    with AutoController(cluster, ref):
+        assert ship(cluster, tmp_path, namespace, "1.0.0") == "a"
+        assert replicas(cluster, namespace, "shop-a") == 1, "proportional: a candidate starts at one replica"
+        first = traffic(cluster, namespace).run("promote")
+        assert first.weights == {"a": 100, "b": 0} and replicas(cluster, namespace, "shop-a") == 4
+        assert locator(cluster, namespace)["slot"] == "a"
+
+        stable_before = cluster.get("apps/v1", "Deployment", namespace, "shop-a")["metadata"]["resourceVersion"]
+        assert ship(cluster, tmp_path, namespace, "2.0.0") == "b"
+        assert cluster.get("apps/v1", "Deployment", namespace, "shop-a")["metadata"]["resourceVersion"] == \
+            stable_before, "the candidate's deploy (with prune) never touches the stable slot's workloads"
+        assert replicas(cluster, namespace, "shop-b") == 1 and replicas(cluster, namespace, "worker-b") == 2
+
+        testers_rules = []
+        for percent, expected in ((0, 1), (10, 1), (50, 2)):
+            step = traffic(cluster, namespace).run("step", percent)
+            route = read(cluster, ref)
+            assert weights(rule(route, "app")) == {"a": 100 - percent, "b": percent}
+            assert step.weights == {"a": 100 - percent, "b": percent}
+            assert step.route["accepted"] == "accepted"
+            assert replicas(cluster, namespace, "shop-b") == expected, "ceil(4 x %d%%)" % percent
+            assert replicas(cluster, namespace, "worker-b") == 2, "HPA-managed: untouched"
+            testers_rules.append(digest(rule(route, "testers")))
+            assert weights(rule(route, "testers")) == {"a": 0, "b": 100}
+            assert weights(rule(route, "static")) == {}, "other rules keep their own backends"
+        assert len(set(testers_rules)) == 1, "the testers' rule is byte-identical at every step"
+        again = traffic(cluster, namespace).run("step", 50)
+        assert again.changed is False and again.scaled == [], "a step already taken changes nothing"
+
+        promoted = traffic(cluster, namespace).run("promote")
+        assert promoted.weights == {"a": 0, "b": 100} and replicas(cluster, namespace, "shop-b") == 4
+        loc = locator(cluster, namespace)
+        assert (loc["version"], loc["slot"], loc["replaced"], loc["candidate"]) == ("2.0.0", "b", "1.0.0", "")
+        assert record_status(cluster, namespace, "1.0.0") == hc.STATUS_SUPERSEDED
+
+        retired = traffic(cluster, namespace).run("retire")
+        assert replicas(cluster, namespace, "shop-a") == 0 and replicas(cluster, namespace, "worker-a") == 0
+        assert cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-a") is None
+        assert cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-b") is not None
+        assert "HorizontalPodAutoscaler/%s/worker-a" % namespace in retired.deleted
+        assert traffic(cluster, namespace).run("retire").changed is False, "retire again: nothing to do"
+
+        assert ship(cluster, tmp_path, namespace, "3.0.0") == "a", "b -> a"
+        assert replicas(cluster, namespace, "shop-a") == 1
+        traffic(cluster, namespace).run("step", 25)
+        assert replicas(cluster, namespace, "shop-a") == 1 and weights(rule(read(cluster, ref), "app")) == {
+            "a": 25, "b": 75}
+        done = traffic(cluster, namespace).run("promote")
+        assert done.weights == {"a": 100, "b": 0} and locator(cluster, namespace)["slot"] == "a"
+        status = traffic(cluster, namespace).run("status")
+        assert status.history["in_service"] == {"version": "3.0.0", "slot": "a"}
+        assert status.history["slots"]["a"]["ready"] is True and status.history["slots"]["a"]["weight"] == 100
+
+
+def test_abort_at_half_moves_everything_back_then_scales_the_candidate_down(cluster, namespace, tmp_path):
+    create(cluster, httproute(namespace))
+    ref = route_ref(namespace)
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+        ship(cluster, tmp_path, namespace, "2.0.0")
+        traffic(cluster, namespace).run("step", 50)
+        assert replicas(cluster, namespace, "shop-b") == 2
+
+        aborted = traffic(cluster, namespace).run("abort")
+
+        route = read(cluster, ref)
+        assert weights(rule(route, "app")) == {"a": 100, "b": 0}
+        assert weights(rule(route, "testers")) == {"a": 100, "b": 0}, "testers go back to stable too"
+        assert replicas(cluster, namespace, "shop-b") == 0 and replicas(cluster, namespace, "shop-a") == 4
+        assert cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-b") is None
+        assert replicas(cluster, namespace, "worker-b") == 0
+        assert aborted.changed is True
+        assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ABORTED
+        loc = locator(cluster, namespace)
+        assert (loc["version"], loc["candidate"]) == ("1.0.0", "")
+        rerun = traffic(cluster, namespace).run("abort")
+        assert rerun.changed is False and "nothing to abort" in " ".join(rerun.warnings)
+
+
+def test_route_without_the_b_backend_changes_nothing(cluster, namespace, tmp_path):
+    create(cluster, httproute(namespace))
+    ref = route_ref(namespace)
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0", proportional=False)
+        traffic(cluster, namespace).run("promote")
+    only_a = httproute(namespace, slots=("a",))["spec"]["rules"]  # someone edits the route: shop-b is gone
+    cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": only_a}},
+                         content_type="application/merge-patch+json")
+    before = read(cluster, ref)["metadata"]["resourceVersion"]
+    ship(cluster, tmp_path, namespace, "2.0.0")
+    with pytest.raises(InputError) as err:
+        traffic(cluster, namespace, proportional=False).run("step", 10)
+    assert "shop-b" in str(err.value) and "HTTPRoute/%s/shop" % namespace in str(err.value)
+    assert read(cluster, ref)["metadata"]["resourceVersion"] == before
+    assert locator(cluster, namespace)["weight"] == "0" and locator(cluster, namespace)["lockHolder"] == ""
+
+
+def test_a_route_never_accepted_fails_clearly_with_weights_written(cluster, namespace, tmp_path):
+    create(cluster, httproute(namespace))
+    ref = route_ref(namespace)
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0", proportional=False)
+        traffic(cluster, namespace, proportional=False).run("promote")
+    ship(cluster, tmp_path, namespace, "2.0.0", proportional=False)
+    with pytest.raises(WaitError) as err:
+        traffic(cluster, namespace, proportional=False, accept_timeout=2).run("step", 10)
+    message = str(err.value)
+    assert "HTTPRoute/%s/shop" % namespace in message and "generation" in message
+    assert weights(rule(read(cluster, ref), "app")) == {"a": 90, "b": 10}, "documented: the weights stay written"
+    assert locator(cluster, namespace)["lockHolder"] == "", "the lock is released after a failure"
+    with AutoController(cluster, ref):
+        rerun = traffic(cluster, namespace, proportional=False).run("step", 10)
+    assert rerun.route["accepted"] == "accepted" and locator(cluster, namespace)["weight"] == "10"
+
+
+def test_check_mode_changes_nothing(cluster, namespace, tmp_path):
+    create(cluster, httproute(namespace))
+    ref = route_ref(namespace)
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+    ship(cluster, tmp_path, namespace, "2.0.0")
+    before = (read(cluster, ref)["metadata"]["resourceVersion"], dict(locator(cluster, namespace)),
+              replicas(cluster, namespace, "shop-b"))
+    for operation, percent in (("step", 50), ("promote", None), ("abort", None)):
+        result = traffic(cluster, namespace, dry_run=True).run(operation, percent)
+        assert result.changed is False
+    assert (read(cluster, ref)["metadata"]["resourceVersion"], dict(locator(cluster, namespace)),
+            replicas(cluster, namespace, "shop-b")) == before
+
+
+def test_istio_virtual_service_weights(cluster, namespace, tmp_path):
+    create(cluster, virtualservice(namespace))
+    create(cluster, destination_rule(namespace))
+    ref = routes.RouteRef("VirtualService", namespace, "shop")
+    ship(cluster, tmp_path, namespace, "1.0.0", router="istio", proportional=False)
+    assert cluster.get("v1", "Service", namespace, "shop") is not None, "Istio: the Service keeps its name"
+    assert cluster.get("apps/v1", "Deployment", namespace, "shop-a")["spec"]["template"]["metadata"]["labels"][
+        "manent.io/track"] == "a"
+    istio = dict(router="istio", proportional=False)
+    traffic(cluster, namespace, **istio).run("promote")
+    ship(cluster, tmp_path, namespace, "2.0.0", router="istio", proportional=False)
+    result = traffic(cluster, namespace, **istio).run("step", 30)
+    http = {entry["name"]: entry for entry in read(cluster, ref)["spec"]["http"]}
+    assert {d["destination"]["subset"]: d["weight"] for d in http["app"]["route"]} == {"a": 70, "b": 30}
+    assert {d["destination"]["subset"]: d["weight"] for d in http["testers"]["route"]} == {"a": 0, "b": 100}
+    assert result.weights == {"a": 70, "b": 30} and result.route["accepted"] == "not checked"
+
+
+def test_grpc_route_weights(cluster, namespace, tmp_path):
+    route = httproute(namespace)
+    route["kind"] = "GRPCRoute"
+    for item in route["spec"]["rules"]:
+        item["matches"] = [{"headers": h["headers"]} if "headers" in h else {"method": {"service": "shop.Shop"}}
+                           for h in item.get("matches") or []]
+        item.pop("filters", None)
+    create(cluster, route)
+    ref = routes.RouteRef("GRPCRoute", namespace, "shop")
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0", proportional=False)
+        grpc = dict(route_kind="GRPCRoute", proportional=False)
+        traffic(cluster, namespace, **grpc).run("promote")
+        ship(cluster, tmp_path, namespace, "2.0.0", proportional=False)
+        result = traffic(cluster, namespace, **grpc).run("step", 40)
+    assert weights(rule(read(cluster, ref), "app")) == {"a": 60, "b": 40} and result.weights == {"a": 60, "b": 40}
+
+
+def test_first_traffic_release_over_an_unslotted_one_needs_migrate(cluster, namespace, tmp_path):
+    deployer(cluster).deploy(render(*_plain(cluster, tmp_path, namespace)))
+    store = deployer(cluster).store(namespace, KEY)
+    with pytest.raises(InputError) as err:
+        choose_slot(store.locator())
+    assert "traffic_migrate" in err.value.hint
+    assert choose_slot(store.locator(), migrate=True) == "a"
+
+
+def _plain(cluster, tmp_path, namespace):
+    path, sha = write_artifact(tmp_path, manifests("0.9.0"))
+    options = RenderOptions(namespace=namespace, artifact_sha256=sha)
+    release = Release(KEY, "0.9.0", default_deployment_id("0.9.0", sha, options))
+    return path, release, options, Discovery(cluster.kube), cluster.kube.version()
