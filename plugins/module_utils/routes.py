@@ -307,8 +307,8 @@ def _check_istio(plan, service, subject):
                                                    "subsets a and b of %s: move the others to their own entry; "
                                                    "nothing was changed" % service)
     if plan.testing and min(plan.testing) > plan.weighted[0]:
-        raise InputError("the testers' %s comes after the weighted %s" % (_unit_name(plan, min(plan.testing)),
-                                                                         _unit_name(plan, plan.weighted[0])),
+        raise InputError("the testers' %s comes after the weighted %s"
+                         % (_unit_name(plan, min(plan.testing)), _unit_name(plan, plan.weighted[0])),
                          subject=subject, hint="Istio uses the first matching entry, so testers would never reach "
                                                "theirs: move it before; nothing was changed")
 

@@ -239,8 +239,8 @@ class Traffic:
         for slot, weight in weights.items():
             if weight:
                 continue
-            path = "/api/v1/namespaces/%s/services/%s" % (self.route.namespace,
-                                                           slots.slot_name(self.options.service, slot))
+            name = slots.slot_name(self.options.service, slot)
+            path = "/api/v1/namespaces/%s/services/%s" % (self.route.namespace, name)
             try:
                 self.kube.get_json(path)
             except NotFoundError:
@@ -251,8 +251,8 @@ class Traffic:
         path = "/apis/networking.istio.io/v1/namespaces/%s/destinationrules/%s" % (self.route.namespace,
                                                                                    self.options.service)
         try:
-            return self.kube.get_json(path, subject="DestinationRule/%s/%s" % (self.route.namespace,
-                                                                                self.options.service))
+            subject = "DestinationRule/%s/%s" % (self.route.namespace, self.options.service)
+            return self.kube.get_json(path, subject=subject)
         except NotFoundError:
             return None
 

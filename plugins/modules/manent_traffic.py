@@ -24,7 +24,7 @@ description:
     since the promotion and the route sends it nothing.
   - O(operation=status) reports the slots, versions, weights and readiness.
   - Every change to a Gateway API route is a patch of the whole C(spec.rules) conditioned on the resourceVersion
-    read (re-read and retried on a conflict), then verified: each parent in C(status.parents) must report
+    read (re-read and retried on a conflict), then verified; each parent in C(status.parents) must report
     C(Accepted) and C(ResolvedRefs) for the new generation within O(accept_timeout).
   - Each operation holds the release's history lock and is safe to run again after a failure at any point.
 author:
@@ -89,8 +89,9 @@ options:
     choices: [gateway-api, istio]
     default: gateway-api
   testers_header:
-    description: The header (C(name) and optional C(value)) of the route rule that sends testers only to the candidate.
-      The rule must exist and list both slot backends; it is set once per rollout and never changed by steps.
+    description:
+      - The header (C(name) and optional C(value)) of the route rule that sends testers only to the candidate.
+      - The rule must exist and list both slot backends; it is set once per rollout and never changed by steps.
     type: dict
     suboptions:
       name:
@@ -164,7 +165,8 @@ operation:
   returned: always
   type: str
 weights:
-  description: The weights of the slots after the operation, for example C({"a": 90, "b": 10}).
+  description: The weights of the slots after the operation.
+  sample: {"a": 90, "b": 10}
   returned: always
   type: dict
 scaled:

@@ -106,8 +106,6 @@ def destination_rule(namespace, subsets=("a", "b")):
                      "subsets": [{"name": slot, "labels": {routes.TRACK_LABEL: slot}} for slot in subsets]}}
 
 
-
-
 class AutoController:
     """Acts as the route controller for as long as it runs: every new generation of the route is reported
     Accepted and ResolvedRefs in status.parents (a context manager)."""

@@ -150,7 +150,7 @@ def test_adopt_takes_them_over_and_says_so(cluster, namespace, tmp_path):
         assert "%s: adopted from release %s by release %s" % (subject, A_NAME, B_NAME) in result.warnings
     assert actions(result)["ConfigMap/%s/x" % namespace] == "configured"
     x = cluster.get("v1", "ConfigMap", namespace, "x")
-    assert {k: v for k, v in x["metadata"]["labels"].items()} == _release_labels(B)
+    assert dict(x["metadata"]["labels"]) == _release_labels(B)
     assert x["data"] == {"owner": "b"}
     assert _labels(cluster, "Service", namespace, "web") == _release_labels(B)
     assert h.locator(cluster, namespace, B)["version"] == "1.0.0"
@@ -299,8 +299,8 @@ def test_role_stops_the_cluster_and_deploy_adopt_takes_over(clusters, inventory_
     eu1a = clusters[0]
 
     def release(app):
-        manifest = write_manifest(str(tmp_path / ("%s.yaml" % app)), [configmap("shared", owner=app),
-                                                                       configmap(app + "-own", a="1")])
+        objects = [configmap("shared", owner=app), configmap(app + "-own", a="1")]
+        manifest = write_manifest(str(tmp_path / ("%s.yaml" % app)), objects)
         return base_vars(tmp_path, ns, deploy_application=app, deploy_artifact=artifact(app, "1.0.0", manifest))
 
     first = run_playbook("deploy", inventory_path, release("first"), tmp_path, limit=eu1a.name)

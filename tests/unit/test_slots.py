@@ -21,7 +21,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "slots")
 with open(os.path.join(FIXTURES, "cases.yaml"), encoding="utf-8") as _handle:
     CASES = yaml.safe_load(_handle)
 with open(os.path.join(FIXTURES, "shared.yaml"), encoding="utf-8") as _handle:
-    SHARED = [doc for doc in yaml.safe_load_all(_handle) if doc]
+    SHARED = yaml.safe_load(_handle)
 
 ROUTERS = ["gateway-api", "istio"]
 OPTIONS = [pytest.param(router, rename, id="%s-%s" % (router, "rename" if rename else "keep"))
