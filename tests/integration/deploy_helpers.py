@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Render an inline list of objects as a real manifest artifact and deploy it with the engine.
 
 The objects are written as a YAML file, its sha256 computed, rendered with ``render.render`` against the

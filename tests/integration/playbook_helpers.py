@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run the collection's playbooks with ``ansible-playbook`` (a real subprocess, from the repository root so
 its ansible.cfg applies) and read what they leave behind: the PLAY RECAP, the summary file and the state of
 the namespace in each cluster."""

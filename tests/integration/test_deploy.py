@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """manent_apply's engine against real API servers (SPEC §7 steps 3-6, §10, §11; issue 4's proof list).
 
 Every test renders (or builds) a bundle, deploys it with deploy.Deployer and asserts what the cluster holds

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Helm/Nelm lifecycle annotations on real API servers (SPEC §13, issue 7): delete policies of Jobs,
 deploy-on install, delete propagation of prune, keep/anyone through prune and rollback."""
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Objects of another manent release are never taken over silently (issue 10 part 2), on real clusters.
 
 Release A (shop/shop-api) deploys objects; release B (billing) later contains some of them. B stops before any

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The role manent.kubernetes.deploy and the playbooks, run with ansible-playbook against the real local
 clusters (eu1a + eu1b in region eu-1, us1a in us-1): deploy everywhere, idempotence, check mode, secrets
 kept out of -vvv output, rollback, -l limits, checkpoint divergence, waves stopping after a failed wave, the

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """routes on real clusters: weights written with a resourceVersion-conditioned merge patch, another writer's
 change surviving the 409 and retry, refusals that write nothing, dry-run, and acceptance read from status.parents.
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """render_chart gives the objects ``helm template`` gives, for every packaged test chart.
 
 The reference is the pinned helm run directly (its own flags: ``-f`` with the extracted values file,

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """helm.render_chart with the real, pinned helm binary and the packaged charts of tests/data/charts.
 
 Fake "helm" shell scripts are used only where the real binary cannot show the behaviour: the exact

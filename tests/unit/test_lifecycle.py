@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lifecycle annotations: every function, for every fixture case, with both werf.io/ and manent.io/ spellings."""
 
 from __future__ import annotations

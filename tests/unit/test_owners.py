@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """identity.owner_of and identity.other_owner, the one answer to "which release owns this live object", on
 objects recorded from a real API server (tests/unit/fixtures/owners/live.yaml; managedFields dropped).
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """routes: slot weights of HTTPRoute, GRPCRoute and VirtualService, the DestinationRule check, acceptance,
 and the wait_accepted loop (fake clock, scripted answers).
 

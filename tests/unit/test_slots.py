@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The a/b slot transform of traffic rollouts: every slot kind for both routers and both naming modes,
 shared kinds untouched, references, proportional replicas, and every error naming its object."""
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """status.compute, is_permanent_failure and pod_problems, driven by tests/unit/fixtures/status/*.yaml.
 
 compute_*.yaml: a list of ``{name, object, expect: {status, reason?, message?, permanent?}}``.
