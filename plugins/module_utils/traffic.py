@@ -15,6 +15,8 @@ only the weights of the route (:mod:`routes`) and scale the slots' workloads (:m
   delay, then the candidate's workloads scaled to zero (its HPAs deleted, so they cannot scale it up).
 * ``retire``: after ``scale_down_delay`` from the promotion, and only while the route sends nothing to it,
   the replaced slot's workloads are scaled to zero and its HPAs deleted.
+* ``rollback``: before the replaced slot is retired, it is brought back to full size, gets all traffic and
+  goes back into service (the release rolled back from is marked ``rolled-back`` and can be retired).
 
 Every operation holds the release lock, checks the route before changing anything, and is idempotent:
 rerun after a failure at any point, it finishes the work. In check mode nothing is written: the route
@@ -39,7 +41,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.wait import wait
 SCALABLE = {("apps", "Deployment"), ("apps", "StatefulSet")}
 DAEMONSET = ("apps", "DaemonSet")
 HPA = ("autoscaling", "HorizontalPodAutoscaler")
-OPERATIONS = ("status", "step", "promote", "abort", "retire")
+OPERATIONS = ("status", "step", "promote", "abort", "retire", "rollback")
 
 
 @dataclass
@@ -334,6 +336,31 @@ class Traffic:
         self.store.mark(version, codec.STATUS_ABORTED)
         self.store.update_locator("abort the candidate %s" % version, candidate="", candidateDeployment="",
                                   candidateRecord="", candidateSlot="", weight="")
+        result.changed = True
+
+    def _rollback(self, result):
+        """Put the replaced release (its slot not yet retired) back in service: full size and Ready, all
+        traffic to it, then the history pointer; the release rolled back from stays in its slot until retired."""
+        data = self._state()
+        replaced, current = data.get("replaced"), data.get("version")
+        if data.get("candidate"):
+            raise InputError("candidate %s is in slot %s" % (data["candidate"], data["candidateSlot"]),
+                             subject=self._subject(), hint="abort it first: abort is the rollback of a candidate")
+        if not replaced or not data.get("slot"):
+            raise InputError("version %s replaced nothing in a traffic slot: nothing to roll back to" % current,
+                             subject=self._subject(), hint="deploy a known good version with the traffic strategy")
+        if data.get("retired") == replaced:
+            raise InputError("version %s was retired (its slot is scaled to zero)" % replaced,
+                             subject=self._subject(),
+                             hint="deploy it again with the traffic strategy, then step and promote it")
+        slot = slots.other_slot(data["slot"])
+        meta = self.store.load(replaced, secrets=False)[0]
+        self._full_size(self._slot_objects(replaced, slot), result)
+        self._set_route(slot, 100, result)
+        if self.options.dry_run:
+            return
+        self.store.promote(Release(self.store.key, replaced, meta.get("deployment") or ""), current)
+        self.store.mark(current, codec.STATUS_ROLLED_BACK)
         result.changed = True
 
     def _retire(self, result):

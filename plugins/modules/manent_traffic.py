@@ -22,6 +22,9 @@ description:
     waits O(settle_delay), then scales the candidate to zero (its HPAs deleted).
   - O(operation=retire) scales the replaced slot to zero and deletes its HPAs, once O(scale_down_delay) has passed
     since the promotion and the route sends it nothing.
+  - O(operation=rollback), after a promotion and before O(operation=retire), brings the replaced slot back to full
+    size, gives it all traffic and puts its release back in service; the release rolled back from is marked
+    C(rolled-back) and its slot can then be retired.
   - O(operation=status) reports the slots, versions, weights and readiness.
   - Every change to a Gateway API route is a patch of the whole C(spec.rules) conditioned on the resourceVersion
     read (re-read and retried on a conflict), then verified; each parent in C(status.parents) must report
@@ -41,7 +44,7 @@ options:
   operation:
     description: What to do.
     type: str
-    choices: [status, step, promote, abort, retire]
+    choices: [status, step, promote, abort, retire, rollback]
     default: status
   percent:
     description: With O(operation=step), the candidate's share of the traffic, 0 to 100.

@@ -267,3 +267,28 @@ def _plain(cluster, tmp_path, namespace):
     options = RenderOptions(namespace=namespace, artifact_sha256=sha)
     release = Release(KEY, "0.9.0", default_deployment_id("0.9.0", sha, options))
     return path, release, options, Discovery(cluster.kube), cluster.kube.version()
+
+
+def test_rollback_after_promote_puts_the_replaced_slot_back(cluster, namespace, tmp_path):
+    create(cluster, httproute(namespace))
+    ref = route_ref(namespace)
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+        ship(cluster, tmp_path, namespace, "2.0.0")
+        traffic(cluster, namespace).run("promote")
+        with pytest.raises(InputError) as refused:
+            deployer(cluster).rollback(namespace, KEY, bundle_factory=lambda *args: None)
+        assert "manent_traffic" in refused.value.hint
+
+        rolled = traffic(cluster, namespace).run("rollback")
+
+        assert rolled.weights == {"a": 100, "b": 0} and replicas(cluster, namespace, "shop-a") == 4
+        loc = locator(cluster, namespace)
+        assert (loc["version"], loc["slot"], loc["replaced"]) == ("1.0.0", "a", "2.0.0")
+        assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ROLLED_BACK
+        traffic(cluster, namespace).run("retire")
+        assert replicas(cluster, namespace, "shop-b") == 0 and replicas(cluster, namespace, "shop-a") == 4
+        with pytest.raises(InputError) as retired:
+            traffic(cluster, namespace).run("rollback")
+        assert "was retired" in str(retired.value)
