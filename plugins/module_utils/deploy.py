@@ -388,8 +388,8 @@ class Deployer:
             raise InputError("version %s is in service in traffic slot %s: traffic releases are not rolled back by "
                              "re-applying stored objects" % (current["version"], current["slot"]),
                              subject="history in %s" % namespace,
-                             hint="before promote, use manent_traffic operation=abort; after it, deploy the previous "
-                                  "version again with the traffic strategy and promote it (docs/traffic.md)")
+                             hint="use manent_traffic: operation=abort before promote, operation=rollback after it "
+                                  "(until the replaced slot is retired); see docs/traffic.md")
         unfinished = _unfinished_release(store, current)
         if unfinished:
             default_target, rolled_back = current["version"], unfinished
