@@ -10,7 +10,8 @@ module: manent_traffic
 short_description: Move traffic between the a/b slots of a release in one cluster (percentage rollouts)
 version_added: 0.2.0
 description:
-  - A release deployed with the traffic strategy (M(manent.kubernetes.manent_render) O(strategy=traffic)) runs in the
+  - A release deployed with the traffic strategy
+    (M(manent.kubernetes.manent_render) with O(manent.kubernetes.manent_render#module:strategy=traffic)) runs in the
     slot that is not in service and is the I(candidate). This module moves traffic to it by changing only the weights
     of the route's backends C(<traffic_service>-a) and C(<traffic_service>-b) (Gateway API HTTPRoute or GRPCRoute), or
     of the subsets C(a) and C(b) (Istio VirtualService). Every other rule, match, filter and backend is left as it is.
@@ -40,6 +41,7 @@ attributes:
     description: The route patch is sent as a server-side dry run; nothing is scaled and history is not written.
   diff_mode:
     support: none
+    description: Results list the weights and resized workloads instead of differences.
 options:
   operation:
     description: What to do.
