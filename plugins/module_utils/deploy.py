@@ -35,7 +35,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     key_of, namespace_of, ref, split_api_version)
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
     TIER_CRDS, TIER_NAMESPACES, sort_for_delete, tiers)
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, pods_of, wait_for
 
 INSTALL, UPGRADE, ROLLBACK = lifecycle.INSTALL, lifecycle.UPGRADE, lifecycle.ROLLBACK
 
@@ -303,19 +303,9 @@ class Deployer:
         return result
 
     def _wait(self, objects):
-        def fetch(obj):
-            return self.applier.get(obj)
-
-        def list_pods(obj):
-            sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            if not sel:
-                return []
-            q = {"labelSelector": ",".join("%s=%s" % kv for kv in sorted(sel.items()))}
-            return self.kube.get_json("/api/v1/namespaces/%s/pods" % namespace_of(obj), query=q).get("items", [])
-
         waiting = [o for o in objects if needs_wait(o)]
-        return wait_for(waiting, fetch, list_pods=list_pods, timeout=self.options.wait_timeout,
-                        on_progress=self.options.on_progress)
+        return wait_for(waiting, self.applier.get, list_pods=lambda obj: pods_of(self.kube, obj),
+                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress)
 
     # ------------------------------------------------------------------ prune
 

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils import routes, slots
+from ansible_collections.manent.kubernetes.plugins.module_utils.apply import Applier, ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.status import compute
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.wait import pods_of, wait_for
 
 SCALABLE = {("apps", "Deployment"), ("apps", "StatefulSet")}
 DAEMONSET = ("apps", "DaemonSet")
@@ -99,6 +100,7 @@ class Traffic:
                              hint="set traffic_route and traffic_service (and traffic_route_kind for GRPCRoute)")
         kind = self.options.route_kind if self.options.router == slots.ROUTER_GATEWAY else "VirtualService"
         self.route = routes.RouteRef(kind, self.options.route_namespace or namespace, self.options.route)
+        self.applier = Applier(kube, discovery, ApplyOptions(dry_run=self.options.dry_run))
         self.store = HistoryStore(kube, namespace, key, holder=self.options.holder or "manent-traffic",
                                   now=self.options.now)
 
@@ -134,10 +136,7 @@ class Traffic:
                                    obj["metadata"]["name"], subject=ref(obj))
 
     def _get(self, obj):
-        try:
-            return self.kube.get_json(self._path(obj), subject=ref(obj))
-        except NotFoundError:
-            return None
+        return self.applier.get(obj)
 
     def _scale(self, obj, replicas, result):
         """Set spec.replicas of the live workload; False when it already has them (or does not exist)."""
@@ -155,27 +154,16 @@ class Traffic:
         return True
 
     def _delete(self, obj, result):
-        if self._get(obj) is None:
-            return
-        result.deleted.append(ref(obj))
-        query = {"dryRun": "All"} if self.options.dry_run else None
-        try:
-            self.kube.request("DELETE", self._path(obj), query=query, subject=ref(obj))
-        except NotFoundError:
-            return
-        result.changed = result.changed or not self.options.dry_run
+        if self.applier.delete(obj, wait=False):
+            result.deleted.append(ref(obj))
+            result.changed = result.changed or not self.options.dry_run
 
     def _wait_ready(self, workloads):
         """Wait until every workload is Current at its size (nothing to wait for in check mode)."""
         if self.options.dry_run or not workloads:
             return []
-
-        def list_pods(obj):
-            labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            query = {"labelSelector": ",".join("%s=%s" % item for item in sorted(labels.items()))}
-            return self.kube.get_json("/api/v1/namespaces/%s/pods" % namespace_of(obj), query=query).get("items", [])
-
-        return wait_for(workloads, self._get, list_pods=list_pods, timeout=self.options.wait_timeout)
+        return wait_for(workloads, self._get, list_pods=lambda obj: pods_of(self.kube, obj),
+                        timeout=self.options.wait_timeout)
 
     def _resize(self, objects, percent, result, grow):
         """Proportional replicas for ``percent``: only growing (``grow``) or only shrinking."""

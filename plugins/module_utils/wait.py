@@ -15,7 +15,7 @@ import time
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, NotFoundError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import annotations as annotations_of
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.status import (
     CURRENT, NOT_FOUND, UNKNOWN, Result, compute, is_permanent_failure, pod_problems)
 
@@ -27,6 +27,15 @@ _ALWAYS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"
            ("extensions", "Deployment"), ("extensions", "DaemonSet")}
 _ON_REQUEST = {("apiextensions.k8s.io", "CustomResourceDefinition"), ("batch", "Job")}
 _NO_PODS = {"CustomResourceDefinition"}
+
+
+def pods_of(kube, obj):
+    """The pods selected by a workload's ``spec.selector.matchLabels`` ([] without one), to explain failures."""
+    labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if not labels:
+        return []
+    query = {"labelSelector": ",".join("%s=%s" % item for item in sorted(labels.items()))}
+    return kube.get_json("/api/v1/namespaces/%s/pods" % namespace_of(obj), query=query).get("items", [])
 
 
 def needs_wait(obj):
