@@ -1,10 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the deploy role: aligned tables and durations, in Python rather than Jinja.
+"""Filters of the deploy role: its tables and durations, in Python rather than Jinja.
 
-``manent_table(rows)``: rows (the first is the header) as lines whose columns are aligned.
+``manent_table(rows)``: rows (the first is the header) as lines whose columns are aligned; every table below
+is laid out by it.
 ``manent_seconds(duration)``: whole seconds (rounded up) of a duration such as "90s", "5m", "1m30s".
+``manent_summary_lines(summary)``: the deploy/rollback summary ({host: result}) as lines, notes after the table.
+``hosts | manent_checkpoint_lines(hostvars, wave_by)``: the releases in service (checkpoint phase).
+``hosts | manent_history_lines(hostvars, wave_by)``: the release in service and the records (history phase).
+``hosts | manent_audit_lines(hostvars)``: the audit findings per cluster, each finding as a note.
 ``manent_traffic_rows(results)``: the rows of the traffic summary from the per-cluster results.
 """
 
@@ -14,9 +19,13 @@ import math
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import parse_duration
 
+SUMMARY_HEADER = ["host", "status", "version", "previous", "objects", "changes", "pruned", "seconds"]
+CHECKPOINT_HEADER = ["host", None, "version in service", "deployment"]  # None: the wave variable's name
+HISTORY_HEADER = ["host", None, "in service", "deployment", "records (newest first)"]
+AUDIT_HEADER = ["host", "artifact", "artifact warnings", "history removed", "history deprecated"]
 TRAFFIC_HEADER = ["host", "operation", "status", "in service", "candidate", "weights a/b", "changed"]
 
 
@@ -29,11 +38,86 @@ def manent_table(rows):
     return ["  ".join(cell.ljust(widths[index]) for index, cell in enumerate(row)).rstrip() for row in rows]
 
 
+def _lines(rows, notes=()):
+    """The table, then the notes; a note with line breaks becomes several lines."""
+    return [part for line in manent_table(rows) + list(notes) for part in line.split("\n")]
+
+
+def _header(header, wave_by):
+    return [wave_by if cell is None else cell for cell in header]
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def manent_seconds(duration, name="duration"):
     try:
         return int(math.ceil(parse_duration(duration, name=name)))
     except InputError as err:
         raise AnsibleFilterError(str(err)) from err
+
+
+def manent_summary_lines(summary):
+    """One row per cluster of ``summary`` ({host: result}), then a note per message or unverified objects."""
+    rows, notes = [SUMMARY_HEADER], []
+    for host, result in (summary or {}).items():
+        result = result or {"status": "not started"}
+        counts = result.get("counts") or {}
+        changes = " ".join("%s:%s" % item for item in sorted(counts.items(), key=lambda kv: str(kv[0]).lower()))
+        rows.append([host, result.get("status", ""), result.get("version") or "-", result.get("previous") or "-",
+                     result.get("objects", "-"), changes or "-", len(result.get("pruned") or []),
+                     result.get("seconds", "-")])
+        if result.get("message"):
+            notes.append("%s: %s" % (host, result["message"]))
+        if _int(result.get("objects_skipped", 0)) > 0:
+            notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
+    return _lines(rows, notes)
+
+
+def manent_checkpoint_lines(hosts, hostvars, wave_by="region"):
+    """The release in service (``_deploy_checkpoint_release``) of each host: version and deploy id."""
+    rows = [_header(CHECKPOINT_HEADER, wave_by)]
+    for host in hosts or []:
+        host_vars = hostvars.get(host) or {}
+        release = host_vars.get("_deploy_checkpoint_release") or {}
+        rows.append([host, host_vars.get(wave_by, "-"), release.get("version", "") if release else "(none)",
+                     release.get("deployment", "") if release else "-"])
+    return _lines(rows)
+
+
+def manent_history_lines(hosts, hostvars, wave_by="region"):
+    """The release in service and the records ("version status", newest first) of each host's ``_deploy_history``."""
+    rows = [_header(HISTORY_HEADER, wave_by)]
+    for host in hosts or []:
+        host_vars = hostvars.get(host) or {}
+        history = host_vars.get("_deploy_history") or {}
+        release = history.get("in_service") or {}
+        rows.append([host, host_vars.get(wave_by, "-"), release.get("version", "") if release else "(none)",
+                     release.get("deployment", "") if release else "-",
+                     ", ".join(str(r) for r in history.get("records") or []) or "-"])
+    return _lines(rows)
+
+
+def manent_audit_lines(hosts, hostvars):
+    """Per host (``_deploy_audit``): the artifact's state and the counts of findings; each finding as a note."""
+    rows, notes = [AUDIT_HEADER], []
+    for host in hosts or []:
+        audit = (hostvars.get(host) or {}).get("_deploy_audit") or {}
+        found = audit.get("history") or []
+        warnings = audit.get("artifact_warnings") or []
+        rows.append([host, audit.get("artifact", "-"), len(warnings),
+                     len([f for f in found if f.get("level") == "error"]),
+                     len([f for f in found if f.get("level") == "warning"])])
+        if audit.get("artifact_error"):
+            notes.append("%s: artifact: %s" % (host, audit["artifact_error"]))
+        notes.extend("%s: artifact: %s" % (host, warning) for warning in warnings)
+        notes.extend("%s: history %s: %s: %s" % (host, f.get("version"), f.get("object"), f.get("message"))
+                     for f in found)
+    return _lines(rows, notes)
 
 
 def _slot_text(part):
@@ -60,4 +144,6 @@ def manent_traffic_rows(results):
 class FilterModule:
     def filters(self):
         return {"manent_table": manent_table, "manent_seconds": manent_seconds,
+                "manent_summary_lines": manent_summary_lines, "manent_checkpoint_lines": manent_checkpoint_lines,
+                "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
                 "manent_traffic_rows": manent_traffic_rows}

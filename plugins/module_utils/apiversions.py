@@ -372,12 +372,27 @@ def delete_api_version(group, kind, served_versions):
     same_group = best([v for v in served if split_api_version(v)[0] == (group or "")])
     if same_group:
         return same_group
-    for entry in _TABLE:
-        if entry.group != (group or "") or entry.kind != kind or not entry.replacement or entry.replacement_kind:
-            continue
+    for entry in _moves(group, kind):
         if entry.replacement in served:
             return entry.replacement
         moved = best([v for v in served if split_api_version(v)[0] == split_api_version(entry.replacement)[0]])
         if moved:
             return moved
     return None
+
+
+def moved_groups(group, kind):
+    """The other groups ``kind`` of ``group`` moved to (extensions -> apps, extensions -> networking.k8s.io):
+    the same objects are served there. A kind replaced by another kind did not move."""
+    out = []
+    for entry in _moves(group, kind):
+        moved = split_api_version(entry.replacement)[0]
+        if moved != (group or "") and moved not in out:
+            out.append(moved)
+    return out
+
+
+def _moves(group, kind):
+    """The table entries of ``kind`` in ``group`` whose replacement is the same kind (possibly in another group)."""
+    return [entry for entry in _TABLE if entry.group == (group or "") and entry.kind == kind and entry.replacement
+            and not entry.replacement_kind]

@@ -14,8 +14,9 @@ from ansible_collections.manent.kubernetes.plugins.module_utils import module_co
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import read
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import check_keep_releases
 
 APPLY_SPEC = {
     "bundle": {"type": "path", "required": True},
@@ -37,9 +38,7 @@ def argument_spec():
 
 
 def deploy_options(params, check_mode, diff, on_progress=None):
-    if params["keep_releases"] < 2:
-        raise InputError("must be at least 2", subject="keep_releases",
-                         hint="history needs the release in service and the one before it")
+    check_keep_releases(params["keep_releases"])
     if params["concurrency"] < 1:
         raise InputError("must be at least 1", subject="concurrency")
     return DeployOptions(

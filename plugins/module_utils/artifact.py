@@ -1,36 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The artifact: fetch it, verify its sha256, tell what it is and read it without trusting it (SPEC §1).
+"""The artifact: verify its sha256, tell what it is and read it without trusting it (SPEC §1).
 
 An artifact is a plain manifest (YAML or JSON), a ``.tar.gz`` of manifests, or a packaged Helm chart
 (a ``.tgz`` whose members are ``<name>/Chart.yaml``, ``<name>/templates/...``). Archives are read as a
-stream and every member is checked before anything is read or written: no absolute paths, no ``..``,
-no links, devices or fifos, and bounded member count and uncompressed size (a gzip bomb stops at the
-limit instead of filling the disk).
+stream and every member is checked before anything is read: no absolute paths, no ``..``, no links,
+devices or fifos, and bounded member count and uncompressed size (a gzip bomb stops at the limit).
 
-Downloads go to a file named after the sha256 in a cache directory, written atomically, verified before
-use, and reused by later deploys of the same artifact. URLs may carry ``user:password@``: they are sent
-as HTTP basic authentication (never to a host a redirect leads to) and never appear in messages.
+The artifact is already a local file here: the deploy role fetches it once into a controller cache keyed by
+its sha256 (URLs with ``get_url`` and the checksum, controller paths copied and verified). A chart package is
+then rendered by helm (helm.py).
 """
 
 from __future__ import annotations
 
-import base64
 import gzip
-import hashlib
 import os
 import re
-import shutil
-import ssl
 import tarfile
-import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 import zlib
-from dataclasses import dataclass
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import SHA256_HEX, bare_sha256, sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ArtifactError, InputError
 
 MANIFEST = "manifest"
@@ -39,26 +30,13 @@ CHART = "chart"
 
 MAX_TOTAL_SIZE = 256 * 1024 * 1024
 MAX_MEMBERS = 10000
-MAX_DOWNLOAD_SIZE = 256 * 1024 * 1024
 MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
-ARTIFACT_TYPE = "kubernetes"
 
-_CHUNK = 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _REPUBLISH = "re-publish the artifact, or fix the sha256 in the artifact descriptor"
 
 
 # --- digests ------------------------------------------------------------------------------------
-
-def sha256_file(path):
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
 
 def normalize_sha256(value, field="sha256"):
     """Lower-case hex digest; accepts a ``sha256:`` prefix. Empty/None gives ''."""
@@ -67,10 +45,8 @@ def normalize_sha256(value, field="sha256"):
     if not isinstance(value, str):
         raise InputError("must be a string of 64 hex digits, got %s" % type(value).__name__, subject=field,
                          hint="quote the digest in the descriptor")
-    text = value.strip().lower()
-    if text.startswith("sha256:"):
-        text = text[len("sha256:"):]
-    if text and not _SHA256.fullmatch(text):
+    text = bare_sha256(value)
+    if text and not SHA256_HEX.fullmatch(text):
         raise InputError("is not a sha256 digest (64 hex digits): %r" % value, subject=field,
                          hint="use the output of sha256sum for the artifact file")
     return text
@@ -102,7 +78,7 @@ def detect(path, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
 
     A gzip tar with a member ``<name>/Chart.yaml`` (exactly one level deep) is a chart; any other gzip tar is
     a manifest archive; a gzip file that is not a tar is an error; anything else is a plain manifest. The
-    archive's members are checked (see :func:`safe_members`) while detecting.
+    archive's members are checked (see :func:`_iterate`) while detecting.
     """
     with open(path, "rb") as handle:
         head = handle.read(512)
@@ -129,19 +105,14 @@ def detect(path, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
 
 # --- archive members ----------------------------------------------------------------------------
 
-def safe_members(tar, source, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
-    """Yield the members of an open tar after checking each one; raise ArtifactError on the first bad one.
+def _iterate(tar, source, max_total_size, max_members):
+    """Yield (member, normalized name) of an open tar after checking each member; raise ArtifactError on the first
+    bad one.
 
     Rejected: absolute paths, ``..`` components, symlinks, hard links, devices, fifos and other special
     members, names that appear twice, more than ``max_members`` members, more than ``max_total_size``
     uncompressed bytes. Works on stream-mode tars: the size check happens before the data is read.
     """
-    for member, _data in _iterate(tar, source, max_total_size, max_members):
-        yield member
-
-
-def _iterate(tar, source, max_total_size, max_members):
-    """Like :func:`safe_members`, yielding (member, normalized name)."""
     count = 0
     total = 0
     seen = set()
@@ -296,284 +267,3 @@ def read_manifests(path, name=None):
     except UnicodeDecodeError as err:
         raise ArtifactError("is not UTF-8 text (byte %d)" % err.start, subject=label,
                             hint="save the manifest as UTF-8") from None
-
-
-def extract_chart(path, dest_dir, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
-    """Unpack a chart package into ``dest_dir`` (checking every member) and return the chart directory.
-
-    ``dest_dir`` should be empty. Files are written by this function (not by ``tarfile``), with mode
-    0644/0755 and no ownership, only below ``dest_dir``. Every member must be inside the chart's top
-    directory.
-    """
-    label = os.path.basename(path)
-    root = os.path.realpath(dest_dir)
-    tops = set()
-    charts = set()
-    with _open_tar(path) as tar:
-        for member, name in _iterate(tar, label, max_total_size, max_members):
-            if not name:
-                continue
-            parts = name.split("/")
-            tops.add(parts[0])
-            if len(parts) == 2 and parts[1] == "Chart.yaml" and member.isreg():
-                charts.add(parts[0])
-            target = os.path.realpath(os.path.join(root, *parts))
-            if os.path.commonpath([root, target]) != root:
-                raise ArtifactError("member %s would be written outside the destination" % name, subject=label,
-                                    hint=_REPUBLISH)
-            if member.isreg() and len(parts) == 1:
-                raise ArtifactError("member %s is not inside a chart directory" % name, subject=label,
-                                    hint="package the chart with helm package")
-            try:
-                if member.isdir():
-                    os.makedirs(target, mode=0o755, exist_ok=True)
-                else:
-                    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-                    _write_member(tar, member, target)
-            except (tarfile.TarError, EOFError, zlib.error) as err:
-                raise ArtifactError("member %s cannot be read: %s" % (name, _reason(err)), subject=label,
-                                    hint=_REPUBLISH) from None
-            except OSError as err:
-                raise ArtifactError("member %s cannot be unpacked into %s: %s" % (name, dest_dir, _reason(err)),
-                                    subject=label, hint="unpack into an empty directory") from None
-    if len(charts) != 1:
-        found = ", ".join(sorted(charts)) or "none"
-        raise ArtifactError("is not a chart package: expected exactly one <name>/Chart.yaml, found %s" % found,
-                            subject=label, hint="package the chart with helm package")
-    chart = charts.pop()
-    others = sorted(tops - {chart})
-    if others:
-        raise ArtifactError("has members outside the chart directory %s/: %s" % (chart, ", ".join(others)),
-                            subject=label, hint="package the chart with helm package")
-    return os.path.join(root, chart)
-
-
-def _write_member(tar, member, target):
-    source = tar.extractfile(member)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(target, flags, 0o644)
-    with os.fdopen(descriptor, "wb") as out:
-        if source is not None:
-            shutil.copyfileobj(source, out, _CHUNK)
-
-
-# --- fetching -----------------------------------------------------------------------------------
-
-def redact_url(source):
-    """The source without ``user:password@`` and with query values hidden (signed URLs carry secrets)."""
-    if not isinstance(source, str) or "://" not in source:
-        return source
-    try:
-        parts = urllib.parse.urlsplit(source)
-    except ValueError:
-        return "<invalid URL>"
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = parts.query
-    if query:
-        query = "&".join("%s=***" % item.split("=", 1)[0] if "=" in item else item for item in query.split("&"))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def display_name(source):
-    """Base name of the source's path, for messages and manifest sources (``shop-1.4.0.yaml``)."""
-    if isinstance(source, str) and "://" in source:
-        try:
-            path = urllib.parse.unquote(urllib.parse.urlsplit(source).path)
-        except ValueError:
-            return "artifact"
-    else:
-        path = source or ""
-    return os.path.basename(path.rstrip("/")) or "artifact"
-
-
-def fetch(source, dest_dir, expected_sha256, timeout=60, ca_file=None, allow_unverified=False,
-          max_size=MAX_DOWNLOAD_SIZE):
-    """Copy or download the artifact into ``dest_dir/<sha256>``, verify it and return that path.
-
-    ``source`` is a local path or a ``file://``, ``http://`` or ``https://`` URL. HTTPS verifies the server
-    certificate against ``ca_file`` (else the system CAs). When ``dest_dir`` already holds a file named after
-    the expected sha256 whose content matches, it is returned without downloading again.
-    """
-    expected = normalize_sha256(expected_sha256)
-    shown = redact_url(source)
-    if not expected and not allow_unverified:
-        raise ArtifactError("no sha256 given: the artifact cannot be verified", subject=shown,
-                            hint="add sha256 to the artifact descriptor (sha256sum of the published file)")
-    os.makedirs(dest_dir, exist_ok=True)
-    if expected:
-        cached = os.path.join(dest_dir, expected)
-        if os.path.isfile(cached):
-            if sha256_file(cached) == expected:
-                return cached
-            os.unlink(cached)  # a damaged cache entry: fetch again
-    handle = _open_source(source, shown, timeout, ca_file)
-    descriptor, partial = tempfile.mkstemp(prefix=".partial-", dir=dest_dir)
-    try:
-        with handle, os.fdopen(descriptor, "wb") as out:
-            actual = _copy(handle, out, shown, max_size)
-        if expected and actual != expected:
-            raise ArtifactError("sha256 mismatch: expected %s, got %s" % (expected, actual), subject=shown,
-                                hint="the downloaded file is not the one that was published; " + _REPUBLISH)
-        final = os.path.join(dest_dir, actual)
-        os.replace(partial, final)
-        partial = None
-        return final
-    finally:
-        if partial is not None and os.path.exists(partial):
-            os.unlink(partial)
-
-
-def _copy(handle, out, shown, max_size):
-    """Copy the stream to ``out`` while hashing it; return the hex sha256."""
-    digest = hashlib.sha256()
-    size = 0
-    while True:
-        try:
-            chunk = handle.read(_CHUNK)
-        except (OSError, ValueError) as err:
-            raise ArtifactError("download interrupted: %s" % _reason(err), subject=shown,
-                                hint="check the network and the repository, then retry") from None
-        if not chunk:
-            return digest.hexdigest()
-        size += len(chunk)
-        if size > max_size:
-            raise ArtifactError("is larger than %d bytes" % max_size, subject=shown,
-                                hint="check that the source points to the artifact")
-        digest.update(chunk)
-        out.write(chunk)
-
-
-def _open_source(source, shown, timeout, ca_file):
-    if not isinstance(source, str) or not source:
-        raise ArtifactError("the artifact source is empty", subject="artifact.source",
-                            hint="set source to a URL or a path")
-    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
-    if scheme in ("", "file"):
-        path = _local_path(source, shown) if scheme else source
-        try:
-            return open(path, "rb")  # pylint: disable=consider-using-with
-        except OSError as err:
-            raise ArtifactError("cannot be read: %s" % (err.strerror or err), subject=shown,
-                                hint="check the path of the artifact source") from None
-    if scheme not in ("http", "https"):
-        raise ArtifactError("unsupported source scheme %r" % scheme, subject=shown,
-                            hint="use an https:// or http:// URL, a file:// URL or a path")
-    return _open_url(source, shown, timeout, ca_file)
-
-
-def _local_path(source, shown):
-    parts = urllib.parse.urlsplit(source)
-    if parts.netloc not in ("", "localhost"):
-        raise ArtifactError("file:// URLs must name a local file (file:///path)", subject=shown,
-                            hint="use file:///absolute/path")
-    return urllib.parse.unquote(parts.path)
-
-
-def _open_url(source, shown, timeout, ca_file):
-    try:
-        parts = urllib.parse.urlsplit(source)
-        parts.port  # pylint: disable=pointless-statement  # raises ValueError on a bad port
-    except ValueError as err:
-        raise ArtifactError("is not a valid URL: %s" % err, subject=shown, hint="fix the artifact source") from None
-    user = parts.username
-    password = parts.password
-    clean = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, parts.query, ""))
-    request = urllib.request.Request(clean, headers={"User-Agent": "manent.kubernetes"})
-    if user is not None:
-        token = "%s:%s" % (urllib.parse.unquote(user), urllib.parse.unquote(password or ""))
-        # unredirected: the credentials are not sent again to wherever a redirect points
-        request.add_unredirected_header("Authorization",
-                                        "Basic " + base64.b64encode(token.encode("utf-8")).decode("ascii"))
-    try:
-        context = ssl.create_default_context(cafile=ca_file)
-    except (OSError, ssl.SSLError) as err:
-        raise ArtifactError("cannot load the CA file %s: %s" % (ca_file, _reason(err)), subject=shown,
-                            hint="check the plugin setting ca_file") from None
-    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
-    try:
-        return opener.open(request, timeout=timeout)
-    except urllib.error.HTTPError as err:
-        err.close()
-        hint = "check the URL and that the artifact was published"
-        if err.code in (401, 403):
-            hint = "check the repository credentials and permissions"
-        raise ArtifactError("download failed: HTTP %d %s" % (err.code, err.reason), subject=shown,
-                            hint=hint) from None
-    except urllib.error.URLError as err:
-        reason = err.reason
-        if isinstance(reason, ssl.SSLCertVerificationError):
-            raise ArtifactError("TLS certificate verification failed: %s" % (reason.verify_message or reason),
-                                subject=shown, hint="set the plugin setting ca_file to the repository's CA "
-                                                    "bundle") from None
-        raise ArtifactError("download failed: %s" % _scrub(reason, user, password), subject=shown,
-                            hint="check the URL, DNS and the network") from None
-    except (OSError, ValueError) as err:
-        raise ArtifactError("download failed: %s" % _scrub(err, user, password), subject=shown,
-                            hint="check the URL and the network; the timeout was %ss" % timeout) from None
-
-
-def _scrub(reason, user, password):
-    text = str(reason) or type(reason).__name__
-    for secret in (password, user):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-# --- descriptor ---------------------------------------------------------------------------------
-
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """The artifact descriptor: what is deployed and where it comes from."""
-
-    type: str
-    name: str
-    version: str
-    source: str
-    sha256: str
-
-    @classmethod
-    def from_dict(cls, data, allow_unverified=False):
-        """Validate a descriptor mapping; raise InputError naming the field (``artifact.<field>``)."""
-        if not isinstance(data, dict):
-            raise InputError("must be a mapping with type, name, version, source and sha256", subject="artifact")
-        kind = _field(data, "type", required=False) or ARTIFACT_TYPE
-        if kind != ARTIFACT_TYPE:
-            raise InputError("is %r, this plugin deploys type %s" % (kind, ARTIFACT_TYPE), subject="artifact.type",
-                             hint="use the plugin that handles %s artifacts" % kind)
-        name = _field(data, "name")
-        if not _NAME.fullmatch(name):
-            raise InputError("%r is not a valid name" % name, subject="artifact.name",
-                             hint="use at most 63 letters, digits, '-', '_' or '.', starting and ending with a "
-                                  "letter or digit (it becomes a label value)")
-        version = _field(data, "version")
-        source = _field(data, "source")
-        sha256 = normalize_sha256(data.get("sha256"), field="artifact.sha256")
-        if not sha256 and not allow_unverified:
-            raise InputError("is missing", subject="artifact.sha256",
-                             hint="publish the sha256 of the artifact file with it (sha256sum)")
-        return cls(type=kind, name=name, version=version, source=source, sha256=sha256)
-
-    @property
-    def display_name(self):
-        return display_name(self.source)
-
-    @property
-    def redacted_source(self):
-        return redact_url(self.source)
-
-
-def _field(data, field, required=True):
-    value = data.get(field)
-    subject = "artifact.%s" % field
-    if value is None or value == "":
-        if required:
-            raise InputError("is missing", subject=subject, hint="add %s to the artifact descriptor" % field)
-        return ""
-    if not isinstance(value, str):
-        raise InputError("must be a string, got %s %r" % (type(value).__name__, value), subject=subject,
-                         hint='quote it in YAML, e.g. %s: "%s"' % (field, value))
-    return value.strip()

@@ -52,9 +52,6 @@ class Bundle:
             "slot": self.slot,
         }
 
-    def source_of(self, index):
-        return self.sources[index] if index < len(self.sources) else ""
-
     def summary(self):
         counts = {}
         for obj in self.objects:

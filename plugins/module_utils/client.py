@@ -42,7 +42,6 @@ except ImportError as exc:  # pragma: no cover - reported by the modules
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = exc
 
-IN_CLUSTER_TOKEN = "file:/var/run/secrets/kubernetes.io/serviceaccount/token"
 TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
 # 500s that are the request's fault, not the server's: retrying cannot help.
 PERMANENT_500_MESSAGES = ("failed to create typed patch object", "field not declared in schema")
@@ -305,16 +304,6 @@ class Kube:
             major = "".join(ch for ch in str(v.get("major", "1")) if ch.isdigit()) or "1"
             self._version = (int(major), int(minor), v.get("gitVersion", ""))
         return self._version
-
-    def whoami(self):
-        """The user the server sees for these credentials (SelfSubjectReview), or '' if unavailable."""
-        try:
-            r = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                             body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-                             subject="credentials check")
-        except NotFoundError:
-            return ""
-        return ((r.data.get("status") or {}).get("userInfo") or {}).get("username", "")
 
 
 def _quote(value):

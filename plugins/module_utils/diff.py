@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import hashlib
 
 try:
     import yaml
@@ -21,6 +20,8 @@ try:
 except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the modules report its absence
     yaml = None
     HAS_YAML = False
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 
 NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -67,7 +68,7 @@ def redact(obj, salt=""):
 
 
 def _fingerprint(salt, value):
-    return hashlib.sha256(("%s\0%s" % (salt, value)).encode()).hexdigest()[:8]
+    return sha256_text("%s\0%s" % (salt, value))[:8]
 
 
 def to_yaml(obj):

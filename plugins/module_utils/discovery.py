@@ -12,12 +12,12 @@ fresh discovery (it may be a CRD applied a moment ago).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections import namedtuple
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
 
@@ -42,7 +42,7 @@ class Discovery:
     def _cache_path(self):
         if not self.cache_dir:
             return None
-        digest = hashlib.sha256(self.kube.url.encode()).hexdigest()[:16]
+        digest = sha256_text(self.kube.url)[:16]
         return os.path.join(self.cache_dir, "discovery-%s.json" % digest)
 
     def _load(self, fresh=False):

@@ -4,8 +4,8 @@
 """Typed errors of the manent engine.
 
 Every error names what it is about (file, document, object, field) and says what to do next.
-Errors raised while changing a cluster carry the partial change set, so modules can report
-what was already done before the failure.
+Errors raised by a deploy (or rollback) carry its partial result, always a ``deploy.DeployResult`` with
+status failed, as ``partial``, so modules can report what was already done before the failure.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class NotFoundError(ApiError):
 
 
 class ApplyError(ManentError):
-    """Applying the release failed; ``partial`` holds the change set so far."""
+    """Applying (or deleting) objects of the release failed; the deploy sets ``partial``."""
 
 
 class WaitError(ManentError):

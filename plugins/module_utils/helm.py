@@ -22,9 +22,7 @@ answers empty), installs nothing and keeps no release state. Each rendering:
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
-import math
 import os
 import posixpath
 import re
@@ -42,26 +40,23 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the mo
     yaml = None
     HAS_YAML = False
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import SHA256_HEX, bare_sha256, sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.durations import format_duration, parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.lifecycle import (
-    CRDS_SOURCE_ANNOTATION, CRDS_SOURCE_VALUE, HOOK_ANNOTATION,
+    CRDS_SOURCE_ANNOTATION, CRDS_SOURCE_VALUE, HOOK_ANNOTATION, is_test_hook,
 )
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if HAS_YAML else object
 
 HOOK_MODES = ("skip", "apply")
-TEST_HOOK_EVENTS = frozenset(("test", "test-success", "test-failure"))
 ISOLATED_PATH = "/usr/bin:/bin"
 STDERR_LIMIT = 2048
 MAX_VALUES_FILE = 4 * 1024 * 1024
 INSTALL_HINT = ("helm is needed only to render Helm charts: install helm 3 on the worker "
                 "(https://helm.sh/docs/intro/install/) or point the plugin setting helm.command at it")
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
-_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _API_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 _DOC_START = re.compile(r"---(?:[ \t]|\r?\n|$)")
 _SOURCE = re.compile(r"#\s*Source:\s*(\S.*?)\s*$")
@@ -92,55 +87,6 @@ class Rendered:
     warnings: list = field(default_factory=list)
 
 
-# --- durations ----------------------------------------------------------------------------------
-
-def parse_duration(text, name=None):
-    """Seconds (float) of "2m", "90s", "1h", "1m30s", "500ms" or a plain number of seconds."""
-    hint = 'use seconds or a duration such as "90s", "2m", "1m30s" or "1h"'
-    if isinstance(text, bool) or text is None:
-        raise InputError("invalid duration %r" % (text,), subject=name, hint=hint)
-    if isinstance(text, (int, float)):
-        seconds = float(text)
-    else:
-        value = str(text).strip()
-        seconds = _duration_seconds(value)
-        if seconds is None:
-            raise InputError("invalid duration %r" % (text,), subject=name, hint=hint)
-    if math.isnan(seconds) or math.isinf(seconds) or seconds < 0:
-        raise InputError("invalid duration %r: must be a finite, non-negative time" % (text,), subject=name,
-                         hint=hint)
-    return seconds
-
-
-def _duration_seconds(value):
-    if not value:
-        return None
-    if _PLAIN_NUMBER.fullmatch(value):
-        return float(value)
-    total, position = 0.0, 0
-    while position < len(value):
-        match = _DURATION_PART.match(value, position)
-        if not match:
-            return None
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        position = match.end()
-    return total
-
-
-def format_duration(seconds):
-    """120.0 -> '2m', 90 -> '1m30s', 1.5 -> '1.5s'."""
-    if seconds != int(seconds) or seconds < 1:
-        return "%gs" % seconds
-    rest, text = int(seconds), ""
-    for unit, size in (("h", 3600), ("m", 60)):
-        if rest >= size:
-            text += "%d%s" % (rest // size, unit)
-            rest %= size
-    if rest or not text:
-        text += "%ds" % rest
-    return text
-
-
 # --- the binary ---------------------------------------------------------------------------------
 
 def verify_binary(options):
@@ -148,25 +94,17 @@ def verify_binary(options):
     path = _resolve_binary(options.command)
     if options.sha256:
         expected = _expected_sha256(options.sha256)
-        actual = file_sha256(path)
+        try:
+            actual = sha256_file(path)
+        except OSError as err:
+            raise RenderError("cannot read helm binary %s: %s" % (path, err.strerror or err), subject="helm.command",
+                              hint=INSTALL_HINT) from None
         if actual != expected:
             raise RenderError("helm binary %s has sha256 %s, expected %s" % (path, actual, expected),
                               subject="helm.sha256",
                               hint="install the helm release whose checksum is configured, or correct helm.sha256; "
                                    "nothing was rendered")
     return path
-
-
-def file_sha256(path):
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1024 * 1024), b""):
-                digest.update(block)
-    except OSError as err:
-        raise RenderError("cannot read helm binary %s: %s" % (path, err.strerror or err), subject="helm.command",
-                          hint=INSTALL_HINT) from None
-    return digest.hexdigest()
 
 
 def _resolve_binary(command):
@@ -187,10 +125,8 @@ def _resolve_binary(command):
 
 
 def _expected_sha256(value):
-    text = str(value).strip().lower()
-    if text.startswith("sha256:"):
-        text = text[len("sha256:"):]
-    if not _SHA256.fullmatch(text):
+    text = bare_sha256(str(value))
+    if not SHA256_HEX.fullmatch(text):
         raise InputError("helm.sha256 must be 64 hexadecimal digits, got %r" % (value,), subject="helm.sha256",
                          hint="set it to the sha256 of the helm binary (sha256sum $(command -v helm))")
     return text
@@ -513,8 +449,7 @@ def split_output(text, label, hooks="skip"):
             source = "%s: %s #%d" % (label, path or "(helm output)", counts[path])
             hook = _hook_value(obj)
             if hook:
-                events = {item.strip().lower() for item in hook.split(",") if item.strip()}
-                if hooks != "apply" or events & TEST_HOOK_EVENTS:
+                if hooks != "apply" or is_test_hook(obj):
                     skipped.append("%s/%s (hook: %s)" % (obj.get("kind") or "?", _name(obj), hook))
                     continue
             if _CRDS_PATH.match(path):

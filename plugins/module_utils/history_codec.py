@@ -49,6 +49,10 @@ LABEL_HISTORY = "manent.io/history"
 LABEL_RELEASE_VERSION = "manent.io/release-version"
 HISTORY_LOCATOR = "locator"
 HISTORY_RECORD = "record"
+# A copy of a record taken before its stored apiVersions were rewritten: ``<record>-bak``.
+HISTORY_BACKUP = "record-backup"
+BACKUP_SUFFIX = "-bak"
+ANNOTATION_BACKUP_OF = "manent.io/backup-of"
 
 RECORD_LIMIT = 900 * 1024
 # Format 1: every object, Secrets included, in the ConfigMap. Format 2: Secrets in a companion Secret.
@@ -91,6 +95,8 @@ LOCK_TTL_SECONDS = 900
 LOCK_FREE = "free"
 LOCK_HELD = "held"
 LOCK_EXPIRED = "expired"
+# Retention: history needs the release in service and the one before it.
+MIN_KEEP_RELEASES = 2
 
 _LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _TOO_LARGE_HINT = ("split the artifact into smaller artifacts, or take large ConfigMaps/Secrets out of the "
@@ -162,6 +168,17 @@ def locator_name(key):
 def record_name(key, version):
     """``<locator>-<version part>`` (<= 253 chars)."""
     return "%s-%s" % (locator_name(key), version_part(version))
+
+
+def backup_name(record):
+    """``<record>-bak``; when that exceeds 253 characters the record name is cut and a 6-digit hash of it
+    keeps backups of different records apart."""
+    name = record + BACKUP_SUFFIX
+    if len(name) <= NAME_MAX:
+        return name
+    digest = _sha_hex(record, VERSION_HASH_LEN)
+    body = record[:NAME_MAX - len(BACKUP_SUFFIX) - len(digest) - 1].rstrip("-")
+    return "%s-%s%s" % (body, digest, BACKUP_SUFFIX)
 
 
 def label_value(text):
@@ -280,6 +297,28 @@ def _pack(objects, subject, what="objects"):
 def encode_objects(stored, subject):
     """``binaryData`` of a record holding ``stored`` (objects whose Secrets were already split off)."""
     return {OBJECTS_KEY: _pack(stored, subject)}
+
+
+def with_objects(cm, stored, subject):
+    """Copy of record ``cm`` holding ``stored`` (compressed, in ``binaryData``) instead of its objects."""
+    out = copy.deepcopy(cm)
+    data = dict(out.get("data") or {})
+    data.pop(LEGACY_OBJECTS_KEY, None)
+    out["data"] = data
+    out["binaryData"] = dict(out.get("binaryData") or {}, **encode_objects(stored, subject))
+    return out
+
+
+def encode_backup(cm, key, namespace):
+    """The backup ConfigMap of record ``cm`` (named :func:`backup_name`): its data as is, annotated with the
+    record's name."""
+    annotations = dict((cm.get("metadata") or {}).get("annotations") or {})
+    annotations[ANNOTATION_BACKUP_OF] = cm["metadata"]["name"]
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": backup_name(cm["metadata"]["name"]), "namespace": namespace,
+                         "labels": history_labels(key, HISTORY_BACKUP, record_meta(cm)["version"] or None),
+                         "annotations": annotations},
+            "data": dict(cm.get("data") or {}), "binaryData": dict(cm.get("binaryData") or {})}
 
 
 def encode_record(release, namespace, objects, meta=None):
@@ -601,22 +640,33 @@ def without_lock(data):
 _OLDEST = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 
+def check_keep_releases(keep):
+    """The one keep_releases rule: a whole number of at least 2; returns it, or raises InputError."""
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < MIN_KEEP_RELEASES:
+        raise InputError("must be a whole number of at least %d, got %r" % (MIN_KEEP_RELEASES, keep),
+                         subject="keep_releases",
+                         hint="history needs the release in service and the one before it; set keep_releases to "
+                              "%d or more" % MIN_KEEP_RELEASES)
+    return keep
+
+
+def created_order(record):
+    """Sort key of record metadata: (created, name); records without a readable ``created`` are the oldest."""
+    return parse_time(record.get("created")) or _OLDEST, record.get("name") or ""
+
+
 def records_to_delete(records_meta, keep, protect=frozenset()):
     """Names of the records beyond the ``keep`` newest (by created, then name), oldest first.
 
     Names in ``protect`` (the release in service, the one being replaced) are never returned. Records with
     no readable ``created`` count as the oldest.
     """
-    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 2:
-        raise InputError("must be a whole number of at least 2, got %r" % (keep,), subject="keep_releases",
-                         hint="set keep_releases to 2 or more")
-    entries = []
+    check_keep_releases(keep)
+    records_meta = list(records_meta)
     for index, record in enumerate(records_meta):
-        name = record.get("name")
-        if not name:
+        if not record.get("name"):
             raise InputError("history record #%d has no name" % index, subject="keep_releases")
-        entries.append((parse_time(record.get("created")) or _OLDEST, name))
-    entries.sort(reverse=True)
+    entries = sorted((created_order(record) for record in records_meta), reverse=True)
     protect = set(protect or ())
     doomed = [name for _created, name in entries[keep:] if name not in protect]
     return list(reversed(doomed))

@@ -8,11 +8,13 @@ A *release key* (tenant, application, artifact, environment) owns one history; t
 deployment id tell releases of the same key apart. A live object belongs to the release key its labels
 name (:func:`owner_of`); :func:`other_owner` is the one answer to "does this live object belong to another
 release?", used before any write (objects of another release are refused unless adopted) and by prune
-(an object another release took over is not deleted).
+(an object another release took over is not deleted). The parts of a release key become label values:
+:func:`is_label_value` is the check.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -26,6 +28,15 @@ ANNOTATION_DEPLOYMENT = "manent.io/deployment"
 UNTENANTED = "untenanted"
 FIELD_MANAGER = "manent"
 RELEASE_LABELS = (LABEL_TENANT, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT)
+LABEL_VALUE_MAX = 63
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def is_label_value(text):
+    """True when ``text`` is a valid Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', starting
+    and ending with a letter or digit (the empty string is one too)."""
+    return len(text) <= LABEL_VALUE_MAX and _LABEL_VALUE.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)

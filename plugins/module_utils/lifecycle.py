@@ -92,13 +92,17 @@ for _phase in PHASES + ("uninstall",):
     for _form in ("pre-%s", "%s", "post-%s"):
         _DEPLOY_ON_VALUES[_form % _phase] = _phase if _phase in PHASES else None
 
+# helm.sh/hook test events ("test-success" and "test-failure" are Helm 2's spellings): a hook with one of them is
+# never applied, whatever its other events (see is_test_hook).
+TEST_HOOK_EVENTS = frozenset(("test", "test-success", "test-failure"))
+
 # helm.sh/hook events -> manent phase (delete and test events never apply).
 _HOOK_EVENTS = {
     "pre-install": INSTALL, "post-install": INSTALL,
     "pre-upgrade": UPGRADE, "post-upgrade": UPGRADE,
     "pre-rollback": ROLLBACK, "post-rollback": ROLLBACK,
-    "pre-delete": None, "post-delete": None,
-    "test": None, "test-success": None, "test-failure": None, "crd-install": None,
+    "pre-delete": None, "post-delete": None, "crd-install": None,
+    **dict.fromkeys(TEST_HOOK_EVENTS),
 }
 
 
@@ -132,9 +136,9 @@ def is_hook(obj):
 
 
 def is_test_hook(obj):
-    """True when every helm.sh/hook event is a test event (never applied)."""
-    events = hook_events(obj)
-    return bool(events) and all(event.startswith("test") for event in events)
+    """True when one of the helm.sh/hook events is a test event: never applied (as ``helm install`` treats
+    it, and as the renderer drops it even with ``helm_hooks: apply``)."""
+    return bool(hook_events(obj) & TEST_HOOK_EVENTS)
 
 
 def hook_events(obj):

@@ -6,6 +6,10 @@
 A *ref* names one object: ``Kind/namespace/name`` (``Kind/name`` when cluster-scoped). The
 *key* identifies it for duplicate detection and diffs: (group, kind, namespace, name); the
 version is not part of the key because the same object is served under several versions.
+
+:func:`served_kinds` is the one reader of which kinds a CustomResourceDefinition serves: the renderer accepts
+custom resources whose CRD comes in the same artifact, check mode skips objects of kinds not served yet, and
+apply waits until discovery serves them (crds.py).
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from __future__ import annotations
 from collections import namedtuple
 
 ObjectKey = namedtuple("ObjectKey", "group kind namespace name")
+
+CRD_KIND = "CustomResourceDefinition"
+CRD_GROUP = "apiextensions.k8s.io"
 
 
 def split_api_version(api_version):
@@ -62,3 +69,34 @@ def labels(obj):
 
 def annotations(obj):
     return metadata(obj).get("annotations") or {}
+
+
+class ServedKind(namedtuple("ServedKind", "group version kind plural namespaced")):
+    """One kind in one served version of a CRD, as discovery will list it."""
+
+    __slots__ = ()
+
+    @property
+    def api_version(self):
+        return "%s/%s" % (self.group, self.version)
+
+
+def is_crd(obj):
+    """True for a CustomResourceDefinition of apiextensions.k8s.io (any version)."""
+    return (isinstance(obj, dict) and obj.get("kind") == CRD_KIND
+            and str(obj.get("apiVersion", "")).startswith(CRD_GROUP + "/"))
+
+
+def served_kinds(crd):
+    """A :class:`ServedKind` for every served version of ``crd`` (``served`` defaults to true); none when the CRD
+    names no kind. Versions without a name are skipped."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    kind = names.get("kind") or ""
+    if not kind:
+        return []
+    group = spec.get("group") or ""
+    plural = names.get("plural") or ""
+    namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+    return [ServedKind(group, version["name"], kind, plural, namespaced) for version in spec.get("versions") or []
+            if isinstance(version, dict) and version.get("served", True) and version.get("name")]

@@ -35,11 +35,6 @@ TIER_OTHER = 8
 TIER_WEBHOOKS = 9
 _WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
-TIER_NAMES = {
-    0: "namespaces", 1: "crds", 2: "cluster", 3: "rbac", 4: "config", 5: "services",
-    6: "workloads", 7: "ingress", 8: "other", 9: "webhooks",
-}
-
 _KIND_TIER = {}
 _KIND_RANK = {}
 for _tier, _kinds in _TIERS:
@@ -49,8 +44,6 @@ for _tier, _kinds in _TIERS:
 for _i, _kind in enumerate(_WEBHOOK_KINDS):
     _KIND_TIER[_kind] = TIER_WEBHOOKS
     _KIND_RANK[_kind] = _i
-
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
 
 def tier_of(obj):

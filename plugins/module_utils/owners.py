@@ -22,10 +22,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.objects import k
 SELECTOR = "%s=%s" % (MANAGED_BY, MANAGER)
 
 
-def foreign(applier, objects, key):
+def foreign(reader, objects, key):
     """[(object, owner ReleaseKey)] of ``objects`` whose live copy belongs to a release key other than ``key``."""
     candidates = [o for o in objects if lifecycle.ownership(o) != lifecycle.OWNERSHIP_ANYONE]
-    live = applier.read_live(candidates, selector=SELECTOR)
+    live = reader.read_live(candidates, selector=SELECTOR)
     out = []
     for obj in candidates:
         owner = other_owner(live.get(key_of(obj)), key)
@@ -34,11 +34,11 @@ def foreign(applier, objects, key):
     return out
 
 
-def check(applier, objects, key, adopt=False, rollback=False):
+def check(reader, objects, key, adopt=False, rollback=False):
     """The adoptions ``[{subject, from}]`` (``from``: the owner's tenant, application, artifact, environment)
     of ``objects`` deployed as release ``key``; without ``adopt`` any object of another release is an
     InputError listing them all, raised before anything is written."""
-    found = foreign(applier, objects, key)
+    found = foreign(reader, objects, key)
     if found and not adopt:
         if rollback:
             hint = ("a rollback does not take objects over: remove them from the other release, or deploy this "

@@ -13,7 +13,6 @@ the bundle file. Every problem found is reported at once (up to a limit), each n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -23,17 +22,18 @@ from ansible_collections.manent.kubernetes.plugins.module_utils import apiversio
 from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import (
     CHART, detect, read_manifests, verify)
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Resource
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import is_label_value
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse_files, validate_object
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import is_crd, key_of, ref, served_kinds
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
 from ansible_collections.manent.kubernetes.plugins.module_utils.variables import builtin_values, substitute
 
 MAX_REPORTED = 25
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 POD_SPEC_PATHS = {
     "Pod": ("spec",),
     "Deployment": ("spec", "template", "spec"),
@@ -72,7 +72,7 @@ def validate_identity(key):
     """Release key parts become label values: check them before anything else."""
     for name in ("application", "artifact", "environment", "tenant"):
         value = getattr(key, name)
-        if not value or len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not value or not is_label_value(value):
             raise InputError("%r is not a valid label value" % (value,), subject=name,
                              hint="use at most 63 letters, digits, '-', '_' or '.', starting and ending "
                                   "with a letter or digit")
@@ -86,7 +86,7 @@ def default_deployment_id(version, artifact_sha256, options):
                            "values": options.helm_values, "value": options.helm_value,
                            "release": options.helm_release, "slot": options.slot,
                            "traffic": _traffic_shape(options)}, sort_keys=True, default=str)
-    return "d" + hashlib.sha256(material.encode()).hexdigest()[:12]
+    return "d" + sha256_text(material)[:12]
 
 
 def _traffic_shape(options):
@@ -204,19 +204,10 @@ class BundleKinds:
         self.discovery = discovery
         self.crd_kinds = {}
         for obj in objects:
-            if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
-                continue
-            if not str(obj.get("apiVersion", "")).startswith("apiextensions.k8s.io/"):
-                continue
-            spec = obj.get("spec") or {}
-            group = spec.get("group") or ""
-            kind = (spec.get("names") or {}).get("kind") or ""
-            plural = (spec.get("names") or {}).get("plural") or ""
-            namespaced = spec.get("scope", "Namespaced") == "Namespaced"
-            for v in spec.get("versions") or []:
-                if isinstance(v, dict) and v.get("served", True) and v.get("name"):
-                    self.crd_kinds[("%s/%s" % (group, v["name"]), kind)] = Resource(
-                        group, v["name"], kind, plural, namespaced, [])
+            if is_crd(obj):
+                for served in served_kinds(obj):
+                    self.crd_kinds[(served.api_version, served.kind)] = Resource(
+                        served.group, served.version, served.kind, served.plural, served.namespaced, [])
 
     def find(self, api_version, kind):
         return self.discovery.find(api_version, kind) or self.crd_kinds.get((api_version, kind))

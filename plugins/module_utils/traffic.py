@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils import routes, slots
-from ansible_collections.manent.kubernetes.plugins.module_utils.apply import Applier, ApplyOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.status import compute
 from ansible_collections.manent.kubernetes.plugins.module_utils.wait import pods_of, wait_for
@@ -100,7 +101,8 @@ class Traffic:
                              hint="set traffic_route and traffic_service (and traffic_route_kind for GRPCRoute)")
         kind = self.options.route_kind if self.options.router == slots.ROUTER_GATEWAY else "VirtualService"
         self.route = routes.RouteRef(kind, self.options.route_namespace or namespace, self.options.route)
-        self.applier = Applier(kube, discovery, ApplyOptions(dry_run=self.options.dry_run))
+        self.reader = LiveReader(kube, discovery)
+        self.deleter = Deleter(kube, discovery, self.reader, DeleteOptions(dry_run=self.options.dry_run))
         self.store = HistoryStore(kube, namespace, key, holder=self.options.holder or "manent-traffic",
                                   now=self.options.now)
 
@@ -131,12 +133,8 @@ class Traffic:
 
     # ------------------------------------------------------------------ cluster
 
-    def _path(self, obj):
-        return self.discovery.path(obj["apiVersion"], obj["kind"], namespace_of(obj) or None,
-                                   obj["metadata"]["name"], subject=ref(obj))
-
     def _get(self, obj):
-        return self.applier.get(obj)
+        return self.reader.get(obj)
 
     def _scale(self, obj, replicas, result):
         """Set spec.replicas of the live workload; False when it already has them (or does not exist)."""
@@ -148,13 +146,13 @@ class Traffic:
         query = {"fieldManager": routes.FIELD_MANAGER}
         if self.options.dry_run:
             query["dryRun"] = "All"
-        self.kube.request("PATCH", self._path(obj), query=query, body={"spec": {"replicas": replicas}},
+        self.kube.request("PATCH", self.reader.path(obj), query=query, body={"spec": {"replicas": replicas}},
                           content_type="application/merge-patch+json", subject=ref(obj))
         result.changed = result.changed or not self.options.dry_run
         return True
 
     def _delete(self, obj, result):
-        if self.applier.delete(obj, wait=False):
+        if self.deleter.delete(obj, wait=False):
             result.deleted.append(ref(obj))
             result.changed = result.changed or not self.options.dry_run
 

@@ -1,9 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one wait loop: wait until every workload of a release is Current.
+"""The one polling loop (:func:`poll`), and the rollout wait built on it (:func:`wait_for`).
 
-All workloads are polled together, each round fetching only those not yet Current. A permanent
+:func:`poll` calls a check until it says done or the deadline passes; the rollout wait, the wait for CRDs
+to be Established (crds.py) and the wait until a deleted object is gone (delete.py) all use it.
+
+The rollout wait polls all workloads together, each round fetching only those not yet Current. A permanent
 failure (a Deployment past its progress deadline, a failed Job) stops the wait at once; at the
 deadline every workload still not ready is listed with its last status and what its pods report.
 The clock, the sleep and the API calls are injected, so the loop is tested without a cluster or time.
@@ -96,6 +99,22 @@ def _describe(item, list_pods):
     return text
 
 
+def poll(check, timeout, interval=1.0, clock=time.monotonic, sleep=time.sleep, between=None):
+    """The one polling loop: call ``check()`` until it returns True (then True), or until ``timeout`` seconds
+    have passed (then False). ``check`` runs at least once, and once more at the deadline; errors it raises
+    propagate. ``between(now)`` runs after each unsuccessful round that is not the last, before the sleep."""
+    deadline = clock() + timeout
+    while True:
+        if check():
+            return True
+        now = clock()
+        if now >= deadline:
+            return False
+        if between is not None:
+            between(now)
+        sleep(max(0.0, min(interval, deadline - now)))
+
+
 def wait_for(objects, fetch, list_pods=None, timeout=300.0, interval=1.0, clock=time.monotonic,
              sleep=time.sleep, on_progress=None):
     """Wait until every object that ``needs_wait`` is Current; returns one status entry per waited object.
@@ -107,9 +126,9 @@ def wait_for(objects, fetch, list_pods=None, timeout=300.0, interval=1.0, clock=
     """
     tracked = [_Tracked(obj) for obj in objects if needs_wait(obj)]
     start = clock()
-    deadline = start + timeout
-    last_progress = start
-    while True:
+    last_progress = [start]
+
+    def all_current():
         for item in tracked:
             if item.done:
                 continue
@@ -119,16 +138,16 @@ def wait_for(objects, fetch, list_pods=None, timeout=300.0, interval=1.0, clock=
                 item.done = True
             elif is_permanent_failure(item.live, item.result):
                 raise _permanent(item, tracked, list_pods)
-        pending = [item for item in tracked if not item.done]
-        if not pending:
-            return [item.entry() for item in tracked]
-        now = clock()
-        if now >= deadline:
-            raise _timeout(pending, tracked, timeout, list_pods)
-        if on_progress is not None and now - last_progress >= PROGRESS_EVERY:
-            on_progress([item.ref for item in pending])
-            last_progress = now
-        sleep(max(0.0, min(interval, deadline - now)))
+        return all(item.done for item in tracked)
+
+    def report(now):
+        if on_progress is not None and now - last_progress[0] >= PROGRESS_EVERY:
+            on_progress([item.ref for item in tracked if not item.done])
+            last_progress[0] = now
+
+    if not poll(all_current, timeout, interval=interval, clock=clock, sleep=sleep, between=report):
+        raise _timeout([item for item in tracked if not item.done], tracked, timeout, list_pods)
+    return [item.entry() for item in tracked]
 
 
 def _permanent(item, tracked, list_pods):

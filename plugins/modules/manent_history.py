@@ -74,7 +74,7 @@ options:
     type: str
     default: 5m
   keep_releases:
-    description: Releases kept in history after a rollback.
+    description: Releases kept in history after a rollback (minimum 2).
     type: int
     default: 5
   break_lock:
@@ -148,97 +148,51 @@ findings:
   returned: when operation is audit or rewrite
   type: list
   elements: dict
+unlocked:
+  description: With O(operation=unlock), the deploy id whose lock was removed (would be, in check mode).
+  returned: when operation is unlock and the history was locked
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_task
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import parse_duration
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
-
-HISTORY_SPEC = {
-    "operation": {"type": "str", "choices": ["list", "rollback", "audit", "rewrite", "unlock"], "default": "list"},
-    "rollback_to": {"type": "str"},
-    "prune": {"type": "bool", "default": False},
-    "wait": {"type": "bool", "default": True},
-    "wait_timeout": {"type": "str", "default": "5m"},
-    "keep_releases": {"type": "int", "default": 5},
-    "break_lock": {"type": "bool", "default": False},
-}
+from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
 
 
-def audit(store, discovery, cluster_version):
-    findings = []
-    for rec in store.records():
-        _meta, objects = store.load(rec["version"], secrets=False)
-        for obj in objects:
-            served = discovery.served(obj.get("apiVersion", ""), obj.get("kind", ""))
-            finding = apiversions.check(obj.get("apiVersion", ""), obj.get("kind", ""), cluster_version, served)
-            if finding is not None:
-                findings.append({"record": rec["name"], "version": rec["version"], "object": ref(obj),
-                                 "level": finding.level, "message": finding.message,
-                                 "replacement": finding.replacement, "rename": finding.rename})
-    return findings
+def rollback(module, deployer, key):
+    """The result of operation rollback."""
+    p = module.params
+    result = deployer.rollback(p["namespace"], key, to_version=p.get("rollback_to"))
+    out = result.to_dict()
+    if module._diff:
+        out["diff"] = [c.diff for c in result.changes if c.diff]
+    return out
 
 
 def run(module):
     p = module.params
+    options = history_task.deploy_options(p, module.check_mode, module._diff)
     key = mc.release_key(p)
-    if p["keep_releases"] < 2:
-        raise InputError("must be at least 2", subject="keep_releases")
     kube, discovery = mc.open_cluster(p)
     try:
-        deployer = Deployer(kube, discovery, DeployOptions(
-            apply=ApplyOptions(dry_run=module.check_mode, diff=module._diff), wait=p["wait"],
-            wait_timeout=parse_duration(p["wait_timeout"], name="wait_timeout"), prune=p["prune"],
-            keep_releases=p["keep_releases"], break_lock=p["break_lock"]))
+        deployer = Deployer(kube, discovery, options)
         store = deployer.store(p["namespace"], key)
-        out = {"changed": False}
-        state = p["operation"]
-        if state == "rollback":
-            def bundle_factory(version, meta, objects):
-                return Bundle(release=Release(key, version=version, deployment=meta.get("deployment", "")),
-                              namespace=p["namespace"], objects=objects, sources=[],
-                              artifact={"sha256": meta.get("artifactSha256", "")})
-            result = deployer.rollback(p["namespace"], key, to_version=p.get("rollback_to"),
-                                       bundle_factory=bundle_factory)
-            out.update(result.to_dict())
-            if module._diff:
-                out["diff"] = [c.diff for c in result.changes if c.diff]
-        elif state == "audit":
-            out["findings"] = audit(store, discovery, kube.version()[:2])
-        elif state == "rewrite":
-            if not module.check_mode:
-                store.acquire(break_lock=p["break_lock"])
-            try:
-                out["findings"] = store.rewrite_api_versions(discovery.served, dry_run=module.check_mode)
-            finally:
-                if not module.check_mode:
-                    store.release_lock()
-            out["changed"] = any(f.get("action") in ("rewritten", "would-rewrite") for f in out["findings"])
-        elif state == "unlock":
-            loc = store.locator()
-            if loc and loc.get("lockHolder"):
-                if not module.check_mode:
-                    store.acquire(break_lock=True)
-                    store.release_lock()
-                out["changed"] = True
-                out["unlocked"] = loc.get("lockHolder")
-        out["in_service"] = store.in_service()
-        out["records"] = store.records()
+        if p["operation"] == "rollback":
+            out = {"changed": False}
+            out.update(rollback(module, deployer, key))
+        else:
+            out = history_task.operate(store, discovery, kube, p["operation"], module.check_mode, p["break_lock"])
+        out.update(history_task.listing(store))
         return out
     finally:
         kube.close()
 
 
 def main():
-    module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, HISTORY_SPEC), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=history_task.argument_spec(), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
         mc.exit_result(module, run(module))

@@ -248,14 +248,15 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import write
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import key_hash
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
     RenderOptions, default_deployment_id, render)
-from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import sha256_file
 
 RENDER_SPEC = {
     "artifact": {"type": "path", "required": True},

@@ -200,8 +200,8 @@ history:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import OPERATIONS, Traffic, TrafficOptions
 
 TRAFFIC_SPEC = {

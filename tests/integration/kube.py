@@ -93,3 +93,11 @@ class Cluster:
                 return last
             time.sleep(interval)
         raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+
+
+def whoami(kube):
+    """The user the API server sees for ``kube``'s credentials (a SelfSubjectReview)."""
+    review = kube.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                          body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                          subject="credentials check")
+    return ((review.data.get("status") or {}).get("userInfo") or {}).get("username", "")

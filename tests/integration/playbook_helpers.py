@@ -76,14 +76,13 @@ def write_manifest(path, objects):
 
 
 def base_vars(tmp_path, namespace, **overrides):
-    """Role variables every test run shares: a fresh cache/work dir, fast polling, all clusters of a wave at
-    once and a summary file."""
+    """Role variables every test run shares: a fresh cache/work dir, all clusters of a wave at once and a
+    summary file."""
     out = {
         "deploy_namespace": namespace,
         "deploy_environment": "test",
         "deploy_wait_timeout": "60s",
         "deploy_parallel": 3,
-        "deploy_poll_interval": 1,
         "deploy_cache_dir": str(tmp_path / "cache"),
         "deploy_work_dir": str(tmp_path / "work"),
         "deploy_summary_file": str(tmp_path / "summary.json"),

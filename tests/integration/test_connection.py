@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions, Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, InputError
+from tests.integration.kube import whoami
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +21,7 @@ def test_client_certificate_and_inline_ca(cluster):
                                   client_cert=read(cluster, "admin.crt"), client_key=read(cluster, "admin.key")))
     try:
         assert kube.version()[:2] >= (1, 30)
-        assert kube.whoami() == "manent-admin"
+        assert whoami(kube) == "manent-admin"
         tmp = kube._tmp  # pylint: disable=protected-access
         assert tmp and sorted(os.listdir(tmp)) == ["ca.crt", "client.crt", "client.key"]
         assert oct(os.stat(os.path.join(tmp, "client.key")).st_mode & 0o777) == "0o600"
@@ -32,7 +33,7 @@ def test_client_certificate_and_inline_ca(cluster):
 def test_file_references_for_token_and_certificates(cluster):
     kube = Kube(ConnectionOptions(server=cluster.url, ca_file=cluster.ca_file,
                                   token="file:" + os.path.join(cluster.dir, "deployer.token")))
-    assert kube.whoami() == "manent-deployer"
+    assert whoami(kube) == "manent-deployer"
     kube.close()
 
 

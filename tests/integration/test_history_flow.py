@@ -7,10 +7,9 @@ import threading
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, LockedError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
 from tests.integration.deploy_helpers import (
     KEY, NEVER_READY, configmap, deploy, deployer, deployment, history_configmaps, locator, record_status, render_bundle,
     versions)
@@ -52,11 +51,7 @@ def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
     assert record_status(cluster, namespace, "2.0.0") == "superseded"
     assert live_specs(cluster, namespace) == (2, "registry.k8s.io/pause:3.10", {"b": {"v": "3"}, "c": {"v": "3"}})
 
-    def factory(version, meta, objects):
-        return Bundle(release=Release(KEY, version, meta.get("deployment", "")), namespace=namespace,
-                      objects=objects, sources=[], artifact={})
-
-    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY, bundle_factory=factory)
+    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY)
 
     assert result.status == "rolled-back" and result.release == "2.0.0" and result.previous == "3.0.0"
     assert result.pruned == ["ConfigMap/%s/c" % namespace]
@@ -130,13 +125,6 @@ def test_oversize_release_is_refused_with_no_change(cluster, namespace, tmp_path
     assert versions(cluster, namespace) == before
 
 
-def _factory(namespace):
-    def factory(version, meta, objects):
-        return Bundle(release=Release(KEY, version, meta.get("deployment", "")), namespace=namespace,
-                      objects=objects, sources=[], artifact={})
-    return factory
-
-
 def test_rollback_after_a_failed_deploy_restores_the_release_in_service(cluster, namespace, tmp_path):
     deploy(cluster, tmp_path, [deployment("web"), configmap("a", v="1")], namespace, version="1.0.0")
     deploy(cluster, tmp_path, [deployment("web"), configmap("a", v="2")], namespace, version="2.0.0")
@@ -147,8 +135,7 @@ def test_rollback_after_a_failed_deploy_restores_the_release_in_service(cluster,
     assert locator(cluster, namespace)["version"] == "2.0.0"
     assert record_status(cluster, namespace, "3.0.0") == "failed"
 
-    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY,
-                                                                     bundle_factory=_factory(namespace))
+    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY)
 
     assert result.release == "2.0.0" and result.previous == "3.0.0", "back to the release in service, not v1"
     assert result.pruned == ["ConfigMap/%s/only-in-3" % namespace]

@@ -14,7 +14,6 @@ import os
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, HistoryError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
@@ -65,13 +64,6 @@ def view_token(cluster, namespace):
     request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
     path = "/api/v1/namespaces/%s/serviceaccounts/viewer/token" % namespace
     return cluster.kube.request("POST", path, body=request).data["status"]["token"]
-
-
-def factory(namespace):
-    def make(version, meta, objects):
-        return Bundle(release=Release(KEY, version, meta.get("deployment", "")), namespace=namespace,
-                      objects=objects, sources=[], artifact={})
-    return make
 
 
 def live_password(cluster, namespace):
@@ -126,7 +118,7 @@ def test_rollback_restores_the_previous_secret_value(cluster, namespace, tmp_pat
         deploy(cluster, tmp_path, [secret(version)], namespace, version=version)
     assert live_password(cluster, namespace) == (PLAIN["2.0.0"], TOKEN_VALUE)
 
-    result = deployer(cluster).rollback(namespace, KEY, bundle_factory=factory(namespace))
+    result = deployer(cluster).rollback(namespace, KEY)
 
     assert result.status == "rolled-back" and result.release == "1.0.0"
     assert live_password(cluster, namespace) == (PLAIN["1.0.0"], TOKEN_VALUE)
@@ -169,7 +161,7 @@ def test_configmap_rights_suffice_for_releases_without_secrets(cluster, namespac
             result = deploy(cluster, tmp_path, [configmap("cfg", v=version)], namespace, version=version,
                             kube=limited, keep_releases=2, prune=True)
             assert result.status == "deployed"
-        rolled = deployer(cluster, kube=limited).rollback(namespace, KEY, bundle_factory=factory(namespace))
+        rolled = deployer(cluster, kube=limited).rollback(namespace, KEY)
     assert rolled.status == "rolled-back" and locator(cluster, namespace)["version"] == "2.0.0"
     assert cluster.get("v1", "ConfigMap", namespace, "cfg")["data"] == {"v": "2.0.0"}
 
@@ -214,7 +206,7 @@ def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namesp
     assert migrated["data"]["format"] == "2" and migrated["data"]["status"] == "superseded"
     assert cluster.get("v1", "Secret", namespace, old_name)["type"] == hc.SECRETS_TYPE
 
-    rolled = deployer(cluster).rollback(namespace, KEY, bundle_factory=factory(namespace))
+    rolled = deployer(cluster).rollback(namespace, KEY)
     assert rolled.status == "rolled-back" and rolled.release == "1.0.0"
     assert live_password(cluster, namespace) == (PLAIN["1.0.0"], TOKEN_VALUE)
     assert record_status(cluster, namespace, "2.0.0") == "rolled-back"
@@ -225,7 +217,7 @@ def test_missing_companion_is_a_clear_error_before_any_change(cluster, namespace
         deploy(cluster, tmp_path, [secret(version)], namespace, version=version)
     cluster.delete("v1", "Secret", namespace, hc.record_name(KEY, "1.0.0"))
     with pytest.raises(HistoryError) as err:
-        deployer(cluster).rollback(namespace, KEY, bundle_factory=factory(namespace))
+        deployer(cluster).rollback(namespace, KEY)
     message = str(err.value)
     assert "Secret/%s/%s" % (namespace, hc.record_name(KEY, "1.0.0")) in message and "missing" in message
     assert live_password(cluster, namespace)[0] == PLAIN["2.0.0"], "nothing was changed"

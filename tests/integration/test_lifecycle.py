@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import actions, configmap, job
 
@@ -129,12 +127,7 @@ def test_keep_and_anyone_objects_survive_a_rollback_with_prune(cluster, namespac
         configmap("added-anyone", annotations={"manent.io/ownership": "anyone"}, v="2")], namespace, version="2")
     assert second.status == "deployed"
 
-    def bundle_factory(version, meta, objects):
-        return Bundle(release=Release(h.KEY, version=version, deployment=meta.get("deployment", "")),
-                      namespace=namespace, objects=objects, sources=[],
-                      artifact={"sha256": meta.get("artifactSha256", "")})
-
-    result = h.deployer(cluster, prune=True).rollback(namespace, h.KEY, bundle_factory=bundle_factory)
+    result = h.deployer(cluster, prune=True).rollback(namespace, h.KEY)
     assert result.status == "rolled-back" and result.phase == "rollback"
     assert result.pruned == ["ConfigMap/%s/added" % namespace]
     assert actions(result) == {

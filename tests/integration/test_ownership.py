@@ -16,10 +16,9 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import KEY, actions, configmap, service
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
@@ -159,16 +158,9 @@ def test_adopt_takes_them_over_and_says_so(cluster, namespace, tmp_path):
     assert h.deploy(cluster, tmp_path, _b_objects(), namespace, key=B).adopted == []
     v2 = h.deploy(cluster, tmp_path, _b_objects() + [configmap("b4", b="4")], namespace, key=B, version="2.0.0")
     assert v2.status == "deployed" and v2.adopted == []
-    back = h.deployer(cluster, prune=True).rollback(namespace, B, bundle_factory=_factory(namespace, B))
+    back = h.deployer(cluster, prune=True).rollback(namespace, B)
     assert back.status == "rolled-back" and back.release == "1.0.0" and back.adopted == []
     assert back.pruned == ["ConfigMap/%s/b4" % namespace]
-
-
-def _factory(namespace, key):
-    def factory(version, meta, objects):
-        return Bundle(release=Release(key, version, meta.get("deployment", "")), namespace=namespace,
-                      objects=objects, sources=[], artifact={})
-    return factory
 
 
 # --------------------------------------------------------------------------- 4. prune after adoption
@@ -191,7 +183,7 @@ def test_prune_of_the_first_release_keeps_what_the_second_adopted(cluster, names
     # rolling A back to 1.0.0 would take x, y and web back from B: refused before any write
     before = h.versions(cluster, namespace)
     with pytest.raises(InputError) as caught:
-        h.deployer(cluster, prune=True).rollback(namespace, A, bundle_factory=_factory(namespace, A))
+        h.deployer(cluster, prune=True).rollback(namespace, A)
     text = str(caught.value)
     assert "ConfigMap/%s/x belongs to release %s" % (namespace, B_NAME) in text
     assert "a rollback does not take objects over" in text and "nothing was written" in text

@@ -9,6 +9,7 @@ demo. Each test works in its own fresh namespace and asserts on cluster state an
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -40,16 +41,100 @@ def _greeting(cluster, namespace):
 # --------------------------------------------------------------------------- static checks (no cluster)
 
 
-def test_argument_specs_mirror_defaults():
+ENTRY_POINTS = ("main", "plan", "waves", "rollback", "checkpoint", "audit", "history", "traffic")
+# A role variable in task text: public deploy_*, internal _deploy_*, registered __deploy_* (not manent_deploy_waves).
+VARIABLE = re.compile(r"(?<![A-Za-z0-9_])(_{0,2}deploy_[a-z0-9_]+)")
+INCLUDES = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
+
+
+def _texts(node):
+    """Every key and string value of a YAML document (comments are not in it)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from _texts(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _texts(value)
+    elif isinstance(node, str):
+        yield node
+
+
+def _included(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in INCLUDES:
+                yield value["file"] if isinstance(value, dict) else value
+            else:
+                yield from _included(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _included(value)
+
+
+def entry_point_files(entry):
+    """tasks/<entry>.yml and every task file it imports or includes, transitively."""
+    tasks = os.path.join(ROLE, "tasks")
+    todo, files = [os.path.join(tasks, entry + ".yml")], []
+    while todo:
+        path = todo.pop()
+        if path not in files:
+            files.append(path)
+            for name in _included(_yaml(path)):
+                here = os.path.join(os.path.dirname(path), name)
+                todo.append(here if os.path.exists(here) else os.path.join(tasks, name))
+    return files
+
+
+def entry_point_variables(entry):
+    """The public deploy_* variables that the tasks of ``entry`` read, directly or through the internal values of
+    vars/main.yml that they use (followed transitively)."""
+    internal = _yaml(os.path.join(ROLE, "vars", "main.yml"))
+    todo = [name for path in entry_point_files(entry) for text in _texts(_yaml(path))
+            for name in VARIABLE.findall(text)]
+    seen = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(found for text in _texts(internal.get(name)) for found in VARIABLE.findall(text))
+    return {name for name in seen if name.startswith("deploy_")}
+
+
+def test_argument_specs_mirror_defaults_and_each_entry_point_lists_its_own_variables():
     defaults = _yaml(os.path.join(ROLE, "defaults", "main.yml"))
     specs = _yaml(os.path.join(ROLE, "meta", "argument_specs.yml"))["argument_specs"]
-    options = specs["main"]["options"]
-    role_options = {k: v for k, v in options.items() if k.startswith("deploy_")}
-    assert sorted(role_options) == sorted(defaults)
-    assert {name: spec.get("default") for name, spec in role_options.items()} == defaults
-    for entry in ("main", "plan", "waves", "rollback", "checkpoint", "audit", "history", "traffic"):
-        assert specs[entry]["options"] == options, entry
+    assert sorted(specs) == sorted(ENTRY_POINTS)
+    options = {entry: specs[entry]["options"] for entry in ENTRY_POINTS}
+    role_options = {entry: {k for k in opts if k.startswith("deploy_")} for entry, opts in options.items()}
+    host_variables = {k for k in options["main"] if not k.startswith("deploy_")}
+    assert host_variables and all(k.startswith("manent_") for k in host_variables)
+    # (a) main and the other entry points together document every default, and nothing else.
+    assert set().union(*role_options.values()) == set(defaults)
+    for entry in ENTRY_POINTS:
         assert os.path.exists(os.path.join(ROLE, "tasks", entry + ".yml")), entry
+        # (b) each option is in defaults/main.yml with the same default, and documented alike everywhere.
+        for name in role_options[entry]:
+            assert options[entry][name].get("default") == defaults[name], (entry, name)
+            assert options[entry][name] == options["main"].get(name, options[entry][name]), (entry, name)
+        # Every entry point runs the preflight, which checks the host variables.
+        assert {k for k in options[entry] if not k.startswith("deploy_")} == host_variables, entry
+        # (c) the variables its tasks read are exactly the ones it documents; plan also validates every option of
+        # main, so that playbooks/deploy.yml stops on a bad variable before its checkpoint reads any cluster.
+        read = entry_point_variables(entry) | (role_options["main"] if entry == "plan" else set())
+        assert sorted(read - role_options[entry]) == [], "%s reads undocumented variables" % entry
+        assert sorted(role_options[entry] - read) == [], "%s documents variables it does not read" % entry
+
+
+def test_entry_point_variables_follow_includes_and_internal_values():
+    """The check above can fail: rollback reaches deploy_rollback_to only through an import's vars, deploy_tenant
+    only through phases/rollback.yml, deploy_artifact only through vars/main.yml (_deploy_application)."""
+    files = [os.path.relpath(path, os.path.join(ROLE, "tasks")) for path in entry_point_files("traffic")]
+    assert "phases/traffic_step.yml" in files and "phases/preflight.yml" in files
+    rollback = entry_point_variables("rollback")
+    assert {"deploy_rollback_to", "deploy_tenant", "deploy_artifact"} <= rollback
+    assert "deploy_helm_command" not in rollback and "deploy_checkpoint_fields" not in rollback
+    assert "deploy_helm_command" in entry_point_variables("main")
 
 
 def test_example_envconfigs_name_their_artifacts_real_sha256():
@@ -259,7 +344,7 @@ def test_audit_names_removed_api_versions_without_touching_the_clusters(clusters
 @pytest.mark.slow
 def test_demo_deploys_both_samples_wave_by_wave_then_rolls_back(clusters, inventory_path, namespaces, tmp_path):
     ns = namespaces
-    extra = {"manent_demo_namespace": ns, "deploy_parallel": 3, "deploy_poll_interval": 1,
+    extra = {"manent_demo_namespace": ns, "deploy_parallel": 3,
              "deploy_cache_dir": str(tmp_path / "cache"), "deploy_work_dir": str(tmp_path / "work")}
     run = run_playbook("demo", inventory_path, extra, tmp_path, env={"MANENT_HELM": helm_binary()})
     assert run.rc == 0, run.explain()

@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
@@ -65,11 +64,7 @@ def deploy_new(cluster, ns, key, version, objects, tmp_path, prune=True):
 
 
 def rollback(cluster, ns, key):
-    def factory(version, meta, objects):
-        return Bundle(release=Release(key, version, meta.get("deployment", "")), namespace=ns, objects=objects,
-                      sources=[], artifact={})
-    return Deployer(cluster.kube, cluster.discovery, DeployOptions(prune=True, wait_timeout=60)).rollback(
-        ns, key, bundle_factory=factory)
+    return Deployer(cluster.kube, cluster.discovery, DeployOptions(prune=True, wait_timeout=60)).rollback(ns, key)
 
 
 def resource_versions(cluster, ns):

@@ -246,3 +246,14 @@ def test_map_unknown_kind_not_served():
 ])
 def test_delete_api_version(group, kind, served, expected):
     assert apiversions.delete_api_version(group, kind, served) == expected
+
+
+@pytest.mark.parametrize("group,kind,expected", [
+    ("extensions", "Deployment", ["apps"]),
+    ("extensions", "Ingress", ["networking.k8s.io"]),
+    ("apps", "Deployment", []),  # apps/v1beta1 -> apps/v1: the same group
+    ("", "Endpoints", []),  # replaced by another kind (EndpointSlice): not moved
+    ("example.com", "Widget", []),
+])
+def test_moved_groups(group, kind, expected):
+    assert apiversions.moved_groups(group, kind) == expected

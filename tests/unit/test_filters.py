@@ -9,7 +9,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
-    FilterModule, manent_seconds, manent_table, manent_traffic_rows)
+    FilterModule, manent_audit_lines, manent_checkpoint_lines, manent_history_lines, manent_seconds,
+    manent_summary_lines, manent_table, manent_traffic_rows)
 
 
 def test_table_aligns_columns_and_trims_the_end():
@@ -48,5 +49,86 @@ def test_traffic_rows():
     ]
 
 
+def test_summary_lines_table_then_notes():
+    summary = {
+        "eu1a": {"host": "eu1a", "status": "deployed", "version": "1.1.0", "previous": "1.0.0", "objects": 4,
+                 "counts": {"unchanged": 2, "configured": 2}, "pruned": [], "seconds": 2.2, "message": ""},
+        "eu1b": {"host": "eu1b", "status": "failed", "version": "1.1.0", "previous": "", "objects": 0, "counts": {},
+                 "pruned": ["ConfigMap/ns/old"], "seconds": 14.0,
+                 "message": "Deployment/ns/web: ProgressDeadlineExceeded"},
+        "eu1c": {"host": "eu1c", "status": "checked", "version": "1.1.0", "previous": "1.0.0", "objects": 3,
+                 "counts": {"created": 3}, "pruned": [], "seconds": 0.5, "objects_skipped": "2", "message": ""},
+        "us1a": {"status": "not started"},
+        "us1b": None,
+    }
+    assert manent_summary_lines(summary) == [
+        "host  status       version  previous  objects  changes                   pruned  seconds",
+        "eu1a  deployed     1.1.0    1.0.0     4        configured:2 unchanged:2  0       2.2",
+        "eu1b  failed       1.1.0    -         0        -                         1       14.0",
+        "eu1c  checked      1.1.0    1.0.0     3        created:3                 0       0.5",
+        "us1a  not started  -        -         -        -                         0       -",
+        "us1b  not started  -        -         -        -                         0       -",
+        "eu1b: Deployment/ns/web: ProgressDeadlineExceeded",
+        "eu1c: 2 objects not verifiable in check mode",
+    ]
+
+
+def test_a_note_with_line_breaks_becomes_several_lines():
+    lines = manent_summary_lines({"eu1a": {"status": "failed", "message": "apply failed:\n  ConfigMap/ns/a"}})
+    assert lines[-2:] == ["eu1a: apply failed:", "  ConfigMap/ns/a"]
+
+
+HOSTVARS = {
+    "eu1a": {"region": "eu-1", "az": "eu-1a",
+             "_deploy_checkpoint_release": {"version": "2.0.0", "deployment": "d2", "slot": ""},
+             "_deploy_history": {"host": "eu1a", "in_service": {"version": "2.0.0", "deployment": "d2"},
+                                 "records": ["2.0.0 deployed", "1.0.0 superseded"]},
+             "_deploy_audit": {"host": "eu1a", "artifact": "error", "artifact_error": "rendering failed",
+                               "artifact_warnings": ["policy/v1beta1 PodDisruptionBudget is removed"],
+                               "history": [{"version": "1.0.0", "object": "PodDisruptionBudget/ns/web",
+                                            "level": "error", "message": "policy/v1beta1 is removed"},
+                                           {"version": "1.0.0", "object": "HorizontalPodAutoscaler/ns/web",
+                                            "level": "warning", "message": "autoscaling/v2beta2 is deprecated"}]}},
+    "us1a": {"region": "us-1", "_deploy_checkpoint_release": None,
+             "_deploy_history": {"host": "us1a", "in_service": None, "records": []},
+             "_deploy_audit": {"host": "us1a", "artifact": "not checked", "artifact_error": "",
+                               "artifact_warnings": [], "history": []}},
+    "new1": {},
+}
+
+
+def test_checkpoint_lines():
+    assert manent_checkpoint_lines(["eu1a", "us1a", "new1"], HOSTVARS, "region") == [
+        "host  region  version in service  deployment",
+        "eu1a  eu-1    2.0.0               d2",
+        "us1a  us-1    (none)              -",
+        "new1  -       (none)              -",
+    ]
+    assert manent_checkpoint_lines(["eu1a"], HOSTVARS, "az")[1] == "eu1a  eu-1a  2.0.0               d2"
+
+
+def test_history_lines():
+    assert manent_history_lines(["eu1a", "us1a"], HOSTVARS, "region") == [
+        "host  region  in service  deployment  records (newest first)",
+        "eu1a  eu-1    2.0.0       d2          2.0.0 deployed, 1.0.0 superseded",
+        "us1a  us-1    (none)      -           -",
+    ]
+
+
+def test_audit_lines_count_findings_and_note_each():
+    assert manent_audit_lines(["eu1a", "us1a", "new1"], HOSTVARS) == [
+        "host  artifact     artifact warnings  history removed  history deprecated",
+        "eu1a  error        1                  1                1",
+        "us1a  not checked  0                  0                0",
+        "new1  -            0                  0                0",
+        "eu1a: artifact: rendering failed",
+        "eu1a: artifact: policy/v1beta1 PodDisruptionBudget is removed",
+        "eu1a: history 1.0.0: PodDisruptionBudget/ns/web: policy/v1beta1 is removed",
+        "eu1a: history 1.0.0: HorizontalPodAutoscaler/ns/web: autoscaling/v2beta2 is deprecated",
+    ]
+
+
 def test_filters_are_registered():
-    assert sorted(FilterModule().filters()) == ["manent_seconds", "manent_table", "manent_traffic_rows"]
+    assert sorted(FilterModule().filters()) == [
+        "manent_audit_lines", "manent_checkpoint_lines", "manent_history_lines", "manent_seconds",
+        "manent_summary_lines", "manent_table", "manent_traffic_rows"]

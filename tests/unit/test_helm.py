@@ -22,8 +22,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import (
-    HelmOptions, format_duration, isolated_environment, parse_duration, render_chart, run_helm, set_values_tree,
-    split_output,
+    HelmOptions, isolated_environment, render_chart, run_helm, set_values_tree, split_output,
 )
 from ansible_collections.manent.kubernetes.tests.helpers import CHARTS, chart_path, helm_binary
 
@@ -67,31 +66,6 @@ def fake_helm(tmp_path, body, name="helm"):
     path.write_text("#!/bin/sh\n" + body + "\n")
     path.chmod(0o755)
     return str(path)
-
-
-# --- durations ----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("text, seconds", [
-    ("2m", 120.0), ("90s", 90.0), ("1h", 3600.0), ("1m30s", 90.0), ("1h2m3s", 3723.0), ("500ms", 0.5),
-    ("1.5h", 5400.0), (" 2m ", 120.0), ("120", 120.0), ("0", 0.0), ("2.5", 2.5), (45, 45.0), (1.5, 1.5),
-])
-def test_parse_duration(text, seconds):
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "  ", "abc", "2x", "m", "-1", "1m-", "1 m", "inf", "nan", "1e3", None, True,
-                                  -3, float("inf")])
-def test_parse_duration_rejects(text):
-    with pytest.raises(InputError, match="invalid duration") as err:
-        parse_duration(text, name="helm.timeout")
-    assert err.value.subject == "helm.timeout"
-    assert "1m30s" in err.value.hint
-
-
-@pytest.mark.parametrize("seconds, text", [(120.0, "2m"), (90, "1m30s"), (3600, "1h"), (3723, "1h2m3s"), (5, "5s"),
-                                           (0.5, "0.5s"), (1.5, "1.5s"), (0, "0s")])
-def test_format_duration(seconds, text):
-    assert format_duration(seconds) == text
 
 
 # --- values -------------------------------------------------------------------------------------

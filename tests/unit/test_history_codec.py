@@ -505,6 +505,16 @@ def test_keep_below_two_is_refused(keep):
     assert str(info.value).startswith("keep_releases: must be a whole number of at least 2")
 
 
+@pytest.mark.parametrize("keep", [1, 0, "5", True, None, 2.5])
+def test_the_keep_releases_rule_is_one_function(keep):
+    """apply_task, manent_history and records_to_delete all ask check_keep_releases."""
+    with pytest.raises(InputError) as info:
+        hc.check_keep_releases(keep)
+    assert str(info.value).startswith("keep_releases: must be a whole number of at least 2")
+    assert "history needs the release in service and the one before it" in str(info.value)
+    assert hc.check_keep_releases(2) == 2 and hc.check_keep_releases(5) == 5
+
+
 # --------------------------------------------------------------------------- Secrets kept out of ConfigMaps
 
 

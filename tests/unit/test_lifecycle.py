@@ -133,8 +133,11 @@ def test_hook_helpers():
     assert lifecycle.is_hook(test_hook) and lifecycle.is_test_hook(test_hook)
     assert lifecycle.hook_events(test_hook) == frozenset(["test"])
     install_hook = {"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "p", "annotations": {"helm.sh/hook": "pre-install,test"}}}
+                    "metadata": {"name": "p", "annotations": {"helm.sh/hook": "pre-install"}}}
     assert lifecycle.is_hook(install_hook) and not lifecycle.is_test_hook(install_hook)
+    for events in ("pre-install,test", "test-success", "post-upgrade, Test-Failure"):
+        mixed = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"helm.sh/hook": events}}}
+        assert lifecycle.is_test_hook(mixed), "one test event makes a test hook, as the renderer skips it: " + events
     blank = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"helm.sh/hook": " "}}}
     assert not lifecycle.is_hook(blank) and not lifecycle.is_test_hook(blank)
     assert lifecycle.CRDS_SOURCE_ANNOTATION == "manent.io/source"

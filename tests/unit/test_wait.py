@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, poll, wait_for
 
 
 class FakeClock:
@@ -287,3 +287,21 @@ def test_pod_listing_error_does_not_hide_the_timeout():
     with pytest.raises(WaitError) as info:
         run([web], {ref(web): [web]}, timeout=2.0, list_pods=list_pods)
     assert "pods could not be listed: pods is forbidden" in info.value.message
+
+
+# --------------------------------------------------------------------------- poll, the loop under every wait
+
+
+def test_poll_returns_true_once_the_check_passes():
+    clock, answers = FakeClock(), [False, False, True]
+    assert poll(lambda: answers.pop(0), 10.0, interval=0.5, clock=clock.clock, sleep=clock.sleep) is True
+    assert clock.sleeps == [0.5, 0.5] and answers == []
+
+
+def test_poll_checks_once_more_at_the_deadline_then_gives_up():
+    clock, calls, between = FakeClock(), [], []
+    done = poll(lambda: calls.append(clock.elapsed) and False, 2.5, interval=1.0, clock=clock.clock,
+                sleep=clock.sleep, between=between.append)
+    assert done is False
+    assert calls == [0.0, 1.0, 2.0, 2.5] and clock.sleeps == [1.0, 1.0, 0.5]
+    assert between == [1000.0, 1001.0, 1002.0]  # before each sleep, never after the last check

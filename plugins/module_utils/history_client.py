@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The requests of one release key's history: ConfigMaps (and Secrets) of one namespace.
+
+Every request goes through :meth:`HistoryClient.call`, which turns API errors into HistoryError keeping the
+server's text and saying what to do. Writes that depend on what was read are PUTs carrying the read
+``resourceVersion`` (:meth:`HistoryClient.update` re-reads on 409); deletes carry the read uid.
+The client also holds what the history's parts share: the release key, the clock and the notes.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+    ApiError, ConflictError, HistoryError, NotFoundError)
+
+CONFLICT_RETRIES = 5
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+class HistoryClient:
+    """HTTP over the history ConfigMaps and Secrets of ``release_key`` in ``namespace``."""
+
+    def __init__(self, kube, namespace, release_key, now=None):
+        self.kube = kube
+        self.namespace = namespace
+        self.key = release_key
+        self.now = now or _utcnow
+        self.notes = []
+        self.locator_name = codec.locator_name(release_key)
+
+    def path(self, name=None, resource="configmaps"):
+        path = "/api/v1/namespaces/%s/%s" % (self.namespace, resource)
+        return path + "/" + name if name else path
+
+    def subject(self, name, kind="ConfigMap"):
+        return "%s/%s/%s" % (kind, self.namespace, name)
+
+    def call(self, method, path, subject, action, passthrough=(), **kw):
+        """One request; API errors other than ``passthrough`` become HistoryError keeping the server's text."""
+        try:
+            return self.kube.request(method, path, subject=subject, **kw).data
+        except passthrough:
+            raise
+        except ApiError as err:
+            if err.status == 403:
+                hint = ("the deploy credentials need get, list, create, update, patch and delete on configmaps "
+                        "(and on secrets for releases that contain Secrets, and to remove Helm releases) in "
+                        "namespace %s: grant them in a Role bound to this user" % self.namespace)
+            elif err.status == 404:
+                hint = "check that namespace %s exists" % self.namespace
+            elif err.transient:
+                hint = "the API server did not answer in time or is overloaded; run the deploy again"
+            else:
+                hint = err.hint or "check the object named here, then run the deploy again"
+            raise HistoryError("cannot %s: %s" % (action, err.message), subject=subject, hint=hint) from err
+
+    def get(self, name, action="read the release history", resource="configmaps", kind="ConfigMap"):
+        """The ConfigMap (or Secret), or None when it does not exist."""
+        try:
+            return self.call("GET", self.path(name, resource), self.subject(name, kind), action,
+                             passthrough=(NotFoundError,))
+        except NotFoundError:
+            return None
+
+    def create(self, body, action, resource="configmaps", kind="ConfigMap"):
+        """POST ``body``; ConflictError passes through when an object of its name exists."""
+        return self.call("POST", self.path(resource=resource), self.subject(body["metadata"]["name"], kind), action,
+                         passthrough=(ConflictError,), body=body)
+
+    def put(self, body, action, resource="configmaps", kind="ConfigMap"):
+        """PUT ``body`` (conditioned on its resourceVersion); ConflictError passes through."""
+        name = body["metadata"]["name"]
+        return self.call("PUT", self.path(name, resource), self.subject(name, kind), action,
+                         passthrough=(ConflictError,), body=body)
+
+    def update(self, name, change, action, missing_hint=None, missing_ok=False):
+        """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
+
+        Returns the written (or unchanged) ConfigMap; None when it does not exist and ``missing_ok``.
+        """
+        for _attempt in range(CONFLICT_RETRIES):
+            cm = self.get(name, action)
+            if cm is None:
+                if missing_ok:
+                    return None
+                raise HistoryError("cannot %s: the ConfigMap does not exist" % action, subject=self.subject(name),
+                                   hint=missing_hint or "it was deleted while the deploy ran; check who else "
+                                   "manages this history")
+            changed = change(cm)
+            if changed is None:
+                return cm
+            try:
+                return self.put(changed, action)
+            except ConflictError:
+                continue
+        raise HistoryError("cannot %s: the ConfigMap kept changing under us (%d conflicting writes)"
+                           % (action, CONFLICT_RETRIES), subject=self.subject(name),
+                           hint="another process is writing this release history; stop it and deploy again")
+
+    def delete(self, obj, action, resource="configmaps", kind="ConfigMap"):
+        """Delete exactly the object that was read (uid precondition); False when already gone."""
+        name = obj["metadata"]["name"]
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                "preconditions": {"uid": obj["metadata"].get("uid")}}
+        try:
+            self.call("DELETE", self.path(name, resource), self.subject(name, kind), action,
+                      passthrough=(NotFoundError, ConflictError), body=body)
+        except NotFoundError:
+            return False
+        except ConflictError:
+            return False  # replaced by a new object of the same name: not the one we meant to delete
+        return True
+
+    def history(self, role=codec.HISTORY_RECORD):
+        """This key's history ConfigMaps of ``role`` (records by default): selected by the key's labels and
+        named ``<locator>-...``."""
+        selector = codec.history_selector(self.key, role)
+        items = self.call("GET", self.path(), self.subject(self.locator_name + "-*"),
+                          "list the release history", query={"labelSelector": selector}).get("items") or []
+        prefix = self.locator_name + "-"
+        return [cm for cm in items if (cm.get("metadata") or {}).get("name", "").startswith(prefix)]

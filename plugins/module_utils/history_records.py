@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Release records: one ConfigMap per release (and its companion Secret when the release has Secrets).
+
+Saving, reading, marking their status, and putting a release in service (promote) or next to it as the
+traffic candidate, which also moves the locator's pointer (under the lock, see :mod:`history_locator`).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ConflictError, HistoryError, InputError
+
+
+class Records:
+    """The records of one history: a :class:`HistoryClient`, its :class:`Locator` and :class:`Companions`."""
+
+    def __init__(self, client, locator, companions):
+        self.client = client
+        self.locator = locator
+        self.companions = companions
+
+    def _check_release(self, release):
+        if release.key != self.client.key:
+            raise InputError("release key %r does not belong to this history (%r)" % (release.key, self.client.key),
+                             subject=self.locator.subject)
+
+    # ------------------------------------------------------------------ write
+
+    def prepare(self, release, objects, meta=None):
+        """The record ConfigMap of ``release`` (status pending); HistoryError when it or its companion Secret
+        is too large. Writes nothing."""
+        self._check_release(release)
+        meta = dict(meta or {})
+        meta.setdefault("created", self.client.now())
+        body = codec.encode_record(release, self.client.namespace, objects, meta)
+        codec.encode_companion(body, codec.split_secrets(objects)[1])  # size check of the Secrets
+        return body
+
+    def save(self, release, objects, meta=None):
+        """Write the record of ``release`` (replacing the record of the same version), then its companion
+        Secret when the release has Secrets; returns the record name."""
+        body = self.prepare(release, objects, meta)
+        name = body["metadata"]["name"]
+        action = "save the release record of version %s" % release.version
+        secrets = codec.split_secrets(objects)[1]
+        try:
+            written = self.client.create(body, action)
+            self.companions.write(written, secrets, action)
+            return name
+        except ConflictError:
+            pass
+        current = self.locator.in_service()
+        if current and current["record"] == name:
+            self.client.notes.append("version %s is redeployed: its record %s, the one in service, now holds the "
+                                     "objects of deploy %s" % (release.version, self.client.subject(name),
+                                                               release.deployment))
+        replaced = []
+
+        def replace(cm):
+            replaced[:] = [cm]
+            out = copy.deepcopy(body)
+            out["metadata"]["resourceVersion"] = cm["metadata"].get("resourceVersion")
+            return out
+
+        written = self.client.update(name, replace, action)
+        if secrets:
+            self.companions.write(written, secrets, action)
+        elif replaced:
+            self.companions.delete(replaced[0], action)
+        return name
+
+    def mark(self, version, status, **fields):
+        """Set the status (and record fields such as slot or replaced) of the record of ``version``."""
+        name = codec.record_name(self.client.key, version)
+        updated = self.client.update(name, lambda cm: codec.set_status(cm, status, **fields),
+                                     "set the status of version %s to %s" % (version, status),
+                                     missing_hint="no record of version %s: save it before marking it" % version)
+        return codec.record_meta(updated)
+
+    def promote(self, release, replaced_version=None):
+        """Put ``release`` in service after its rollout succeeded.
+
+        Moves the locator pointer first (it is what rollback and the checkpoint read), then marks the new
+        record deployed and the replaced one superseded.
+        """
+        self._check_release(release)
+        name = codec.record_name(self.client.key, release.version)
+        record = self.client.get(name, "promote version %s" % release.version)
+        if record is None:
+            raise HistoryError("cannot promote version %s: its record does not exist" % release.version,
+                               subject=self.client.subject(name), hint="save the record before applying the release")
+        slot = codec.record_meta(record)["slot"]
+        replaced = "" if replaced_version is None else str(replaced_version)
+        replaced_record = codec.record_name(self.client.key, replaced) if replaced else ""
+
+        def point(data):
+            data.update(version=str(release.version), deployment=str(release.deployment or ""), record=name,
+                        slot=slot, replaced=replaced, replacedRecord=replaced_record, retired="",
+                        promoted=codec.format_time(self.client.now()) if slot else "")
+            if data["candidate"] == str(release.version) or not slot:
+                data.update({field: "" for field in codec.TRAFFIC_FIELDS if field not in ("promoted", "retired")})
+
+        self.locator.change("promote version %s" % release.version, point)
+        self.mark(release.version, codec.STATUS_DEPLOYED, replaced=replaced)
+        if replaced and replaced_record != name:
+            if self.client.get(replaced_record) is None:
+                self.client.notes.append("the record of the replaced version %s (%s) does not exist; nothing to "
+                                         "mark superseded" % (replaced, self.client.subject(replaced_record)))
+            else:
+                self.mark(replaced, codec.STATUS_SUPERSEDED)
+        return self.locator.read()
+
+    def set_candidate(self, release, slot):
+        """Record ``release`` (applied to ``slot``, not in service) as the traffic candidate, weight 0."""
+        self._check_release(release)
+        name = codec.record_name(self.client.key, release.version)
+        self.mark(release.version, codec.STATUS_CANDIDATE, slot=slot)
+        current = self.locator.read() or {}
+        weight = current.get("weight") if current.get("candidate") == str(release.version) else "0"
+        return self.locator.update("record the candidate %s" % release.version, candidate=release.version,
+                                   candidateDeployment=release.deployment or "", candidateRecord=name,
+                                   candidateSlot=slot, weight=weight or "0")
+
+    # ------------------------------------------------------------------ read
+
+    def list(self):
+        """Metadata of this release key's records, newest first (objects are not unpacked)."""
+        return sorted((codec.record_meta(cm) for cm in self.client.history()), key=codec.created_order, reverse=True)
+
+    def load(self, version, secrets=True):
+        """(meta, objects) of the record of ``version``; with ``secrets=False`` the Secrets come without their
+        values and the companion Secret is not read (enough for kinds, names, labels and annotations)."""
+        name = codec.record_name(self.client.key, version)
+        cm = self.client.get(name, "read the record of version %s" % version)
+        if cm is None:
+            raise HistoryError("no record of version %s in the release history" % version,
+                               subject=self.client.subject(name),
+                               hint="list the records with: kubectl -n %s get configmap -l %s"
+                               % (self.client.namespace, codec.history_selector(self.client.key,
+                                                                                codec.HISTORY_RECORD)))
+        meta, objects = codec.decode_record(cm)
+        if meta["version"] and meta["version"] != str(version):
+            raise HistoryError("the record holds version %s, not %s" % (meta["version"], version),
+                               subject=self.client.subject(name), hint="the record was edited by hand; delete it")
+        if secrets:
+            objects = self.companions.restore(cm, objects, "read the Secrets of version %s" % version)
+        return meta, objects
+
+    def previous_objects(self, secrets=False):
+        """The saved objects of the release in service ([] when nothing is in service); Secrets without their
+        values unless ``secrets``."""
+        current = self.locator.in_service()
+        if current is None:
+            return []
+        cm = self.client.get(current["record"], "read the release in service")
+        if cm is None:
+            raise HistoryError("the release in service (version %s) has no record" % current["version"],
+                               subject=self.client.subject(current["record"]),
+                               hint="it cannot be rolled back to; deploy a known good version instead")
+        objects = codec.decode_record(cm)[1]
+        if secrets:
+            return self.companions.restore(cm, objects, "read the Secrets of the release in service")
+        return objects

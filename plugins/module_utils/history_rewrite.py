@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rewrite of stored apiVersions (like helm mapkubeapis): map the objects kept in the records to the
+apiVersions the cluster serves, where the move is a pure rename, keeping a backup of each changed record."""
+
+from __future__ import annotations
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.apiversions import map_for_cluster
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ConflictError, HistoryError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+
+ACTION_REWRITTEN = "rewritten"
+ACTION_WOULD_REWRITE = "would-rewrite"
+ACTION_ERROR = "error"
+CHANGING_ACTIONS = (ACTION_REWRITTEN, ACTION_WOULD_REWRITE)
+
+
+class ApiVersionRewrite:
+    """The rewrite of one history (a :class:`HistoryClient`); ``migration`` (a :class:`SecretsMigration`)
+    moves the Secrets of earlier-format records out first."""
+
+    def __init__(self, client, migration):
+        self.client = client
+        self.migration = migration
+
+    def run(self, served_fn, dry_run=False):
+        """Map stored objects to served apiVersions where the move is a pure rename (like helm mapkubeapis).
+
+        ``served_fn(api_version, kind) -> bool`` answers from discovery. Returns one entry per record that
+        needs something: ``{record, version, action (rewritten|would-rewrite|error), changes, errors,
+        backup}``. A record with any object that cannot be mapped is left unchanged. Before a record is
+        changed its original content is copied to ``<record>-bak`` (kept if it already exists, so it holds
+        the oldest original). A second run finds nothing to rewrite.
+        """
+        if not dry_run:
+            self.migration.migrate()  # records of the earlier format: their Secrets leave the ConfigMap first
+        report = []
+        for cm in sorted(self.client.history(), key=lambda item: item["metadata"]["name"]):
+            entry = self._rewrite_one(cm, served_fn, dry_run)
+            if entry:
+                report.append(entry)
+        return report
+
+    def _rewrite_one(self, cm, served_fn, dry_run):
+        name = cm["metadata"]["name"]
+        entry = {"record": name, "version": codec.record_meta(cm)["version"], "action": ACTION_ERROR,
+                 "changes": [], "errors": [], "backup": ""}
+        if not dry_run and codec.needs_migration(cm):
+            entry["errors"].append("its Secrets could not be moved out of the ConfigMap (see the warnings)")
+            return entry
+        try:
+            meta, objects = codec.decode_record(cm)
+        except HistoryError as err:
+            entry["errors"].append(str(err))
+            return entry
+        mapped = _map_objects(objects, served_fn, entry)
+        if entry["errors"]:
+            return entry
+        if not entry["changes"]:
+            return None
+        entry["backup"] = codec.backup_name(name)
+        if dry_run:
+            entry["action"] = ACTION_WOULD_REWRITE
+            return entry
+        subject = codec.release_subject(Release(self.client.key, meta["version"]))
+        self._write(cm, codec.with_objects(cm, mapped, subject))
+        entry["action"] = ACTION_REWRITTEN
+        return entry
+
+    def _write(self, cm, rewritten):
+        """Back ``cm`` up, then replace it with ``rewritten``."""
+        self._write_backup(cm)
+        try:
+            self.client.put(rewritten, "rewrite the stored apiVersions")
+        except ConflictError as err:
+            raise HistoryError("cannot rewrite the stored apiVersions: the record changed while rewriting it",
+                               subject=self.client.subject(cm["metadata"]["name"]),
+                               hint="run the rewrite again") from err
+
+    def _write_backup(self, cm):
+        body = codec.encode_backup(cm, self.client.key, self.client.namespace)
+        try:
+            self.client.create(body, "back up the release record")
+        except ConflictError:
+            self.client.notes.append("kept the existing backup %s of %s (it holds an earlier original)"
+                                     % (self.client.subject(body["metadata"]["name"]), cm["metadata"]["name"]))
+
+
+def _map_objects(objects, served_fn, entry):
+    """``objects`` mapped to served apiVersions; each change and each error noted in ``entry``."""
+    mapped = []
+    for obj in objects:
+        try:
+            new_obj, note = map_for_cluster(obj, served_fn)
+        except InputError as err:
+            entry["errors"].append(str(err))
+            new_obj, note = obj, None
+        if note:
+            entry["changes"].append(note)
+        mapped.append(new_obj)
+    return mapped
+
+
+def rewrite_locked(store, served_fn, dry_run=False, break_lock=False):
+    """The rewrite as ``manent_history`` runs it: holding the history lock of ``store`` (a HistoryStore), or
+    without lock and without writing anything in check mode. Returns ``(findings, changed)``."""
+    if dry_run:
+        findings = store.rewrite_api_versions(served_fn, dry_run=True)
+    else:
+        store.acquire(break_lock=break_lock)
+        try:
+            findings = store.rewrite_api_versions(served_fn)
+        finally:
+            store.release_lock()
+    return findings, any(entry.get("action") in CHANGING_ACTIONS for entry in findings)

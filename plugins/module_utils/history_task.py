@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The manent_history task: its argument spec, how its parameters become DeployOptions (in one place), and
+the operations that read or repair history (list, audit, rewrite, unlock)."""
+
+from __future__ import annotations
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
+from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import DeployOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_audit import audit
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_rewrite import rewrite_locked
+
+HISTORY_SPEC = {
+    "operation": {"type": "str", "choices": ["list", "rollback", "audit", "rewrite", "unlock"], "default": "list"},
+    "rollback_to": {"type": "str"},
+    "prune": {"type": "bool", "default": False},
+    "wait": {"type": "bool", "default": True},
+    "wait_timeout": {"type": "str", "default": "5m"},
+    "keep_releases": {"type": "int", "default": 5},
+    "break_lock": {"type": "bool", "default": False},
+}
+
+
+def argument_spec():
+    return mc.argument_spec(mc.RELEASE_SPEC, HISTORY_SPEC)
+
+
+def deploy_options(params, check_mode, diff):
+    """The DeployOptions of ``params`` (InputError for a keep_releases below 2 or an unreadable wait_timeout)."""
+    return DeployOptions(
+        apply=ApplyOptions(dry_run=check_mode, diff=diff), wait=params["wait"],
+        wait_timeout=parse_duration(params["wait_timeout"], name="wait_timeout"), prune=params["prune"],
+        keep_releases=codec.check_keep_releases(params["keep_releases"]), break_lock=params["break_lock"])
+
+
+def operate(store, discovery, kube, operation, check_mode=False, break_lock=False):
+    """The result of ``operation`` (list, audit, rewrite or unlock) on ``store`` (a HistoryStore): ``changed``,
+    plus ``findings`` (audit, rewrite) or ``unlocked`` (unlock, the holder of the removed lock)."""
+    out = {"changed": False}
+    if operation == "audit":
+        out["findings"] = audit(store, discovery, kube.version()[:2])
+    elif operation == "rewrite":
+        out["findings"], out["changed"] = rewrite_locked(store, discovery.served, dry_run=check_mode,
+                                                         break_lock=break_lock)
+    elif operation == "unlock":
+        holder = store.unlock(dry_run=check_mode)
+        if holder:
+            out.update(changed=True, unlocked=holder)
+    elif operation != "list":
+        raise ValueError("operation %r is not one of list, audit, rewrite, unlock" % (operation,))
+    return out
+
+
+def listing(store):
+    """What every manent_history run returns: the release in service and the records, newest first."""
+    return {"in_service": store.in_service(), "records": store.records()}

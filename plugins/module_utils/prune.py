@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Prune (SPEC §7 step 5): delete the objects of the previous release that the new one no longer has.
+
+What may be pruned comes from history (:func:`candidates`): the objects of the release in service, of a newer
+release that failed, and of a traffic candidate. An object is pruned only when its lifecycle annotations
+allow it (never Namespaces, ``keep`` or ownership ``anyone`` objects), it still exists and no other release
+took it over; each one is deleted through delete.py (in reverse apply order) and recorded in the change set.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import DELETED, SKIPPED, Change
+from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import other_owner, owner_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_for_delete
+
+UNFINISHED = ("failed", "pending", "aborted")
+
+
+def prune(deleter, old_objects, new_objects, changes=None, diff=False, salt=""):
+    """Delete the objects of ``old_objects`` that ``new_objects`` no longer has; their refs, in delete order.
+
+    ``changes`` (a change set list) gets a Change per deleted object (with its diff when ``diff``) and per
+    object not pruned, with the reason."""
+    keep = {key_of(o) for o in new_objects}
+    pruned = []
+    for obj in sort_for_delete([o for o in old_objects or [] if key_of(o) not in keep]):
+        ok, why = lifecycle.prunable(obj)
+        if not ok:
+            _note(changes, Change(ref(obj), SKIPPED, reason="not pruned: %s" % why))
+            continue
+        target = deleter.served(obj)
+        live = deleter.reader.get(target)
+        if live is None:
+            continue  # already gone: not an error, nothing to report
+        owner = other_owner(live, owner_of(obj))  # the stored object names the release that pruning
+        if owner is not None:
+            _note(changes, Change(ref(obj), SKIPPED, reason="not pruned: now belongs to %s" % owner.describe()))
+            continue
+        if deleter.delete(target, wait=False):
+            pruned.append(ref(obj))
+            change = Change(ref(obj), DELETED, reason="pruned")
+            if diff:
+                change.diff = diff_entry(live, None, ref(obj), salt)
+            _note(changes, change)
+    return pruned
+
+
+def _note(changes, change):
+    if changes is not None:
+        changes.append(change)
+
+
+def candidates(store, current, secrets=False, candidate=""):
+    """Objects the new release may prune: those of the release in service, plus those of a newer
+    release that failed (its objects may be on the cluster although it never went into service) and of the
+    traffic ``candidate``. Secrets come with their values only when ``secrets`` (the new release has Secrets,
+    whose unchanged ones keep their release annotations): pruning needs names, labels and annotations alone."""
+    objects = list(store.previous_objects(secrets=secrets)) if current else []
+    for other in (unfinished_release(store, current) if current else "", candidate):
+        if other and other != (current or {}).get("version"):
+            seen = {key_of(o) for o in objects}
+            objects.extend(o for o in store.load(other, secrets=secrets)[1] if key_of(o) not in seen)
+    return objects
+
+
+def unfinished_release(store, current):
+    """The version of the newest record when it failed (or never finished) after the release in service,
+    else "": its objects may be on the cluster although it never went into service."""
+    newest = next(iter(store.records()), None)
+    if newest and newest.get("status") in UNFINISHED and newest.get("version") != current["version"]:
+        return newest["version"]
+    return ""

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one progress mechanism of the deploy and the rollback: the action plugins of manent_apply and
+manent_history run the task in the controller process when the connection is local (inventory hosts are API
+servers, the work happens on the controller anyway) and print, every 10 seconds of a rollout, which workloads
+are still rolling out. Otherwise (another connection, async, or no kubernetes package in the controller's
+Python) the module runs as usual."""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.utils.display import Display
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.client import HAS_KUBERNETES
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+
+display = Display()
+
+
+def in_process(action):
+    """Whether the task of ``action`` (an ActionBase) can run in the controller process."""
+    return action._connection.transport == "local" and not action._task.async_val and HAS_KUBERNETES
+
+
+def run_module(action, module_name, task_vars):
+    """The module's result, run the usual way (async included)."""
+    return action._execute_module(module_name=module_name, task_vars=task_vars, wrap_async=action._task.async_val)
+
+
+def run(action, task_vars, name, argument_spec, task):
+    """Validate the task's arguments against ``argument_spec`` and return ``task(params, check_mode, diff,
+    on_progress)``, a result dict; a ManentError becomes a failed result with the partial result it carries.
+    Progress lines name the module (``name``) and the host."""
+    result = {}
+    validation = ArgumentSpecValidator(argument_spec).validate(action._task.args)
+    if validation.error_messages:
+        result.update(failed=True, msg="; ".join(validation.error_messages))
+        return result
+    host = task_vars.get("inventory_hostname", "") if task_vars else ""
+
+    def progress(refs):
+        display.display("%s [%s]: still rolling out: %s" % (name, host, ", ".join(refs)))
+
+    warnings = []
+    try:
+        out = task(validation.validated_parameters, bool(action._play_context.check_mode),
+                   bool(action._play_context.diff), progress)
+    except ManentError as exc:
+        partial = getattr(exc, "partial", None)
+        if partial is not None and hasattr(partial, "to_dict"):
+            out = partial.to_dict()
+            warnings.extend(out.pop("warnings", None) or [])
+            result.update(out)
+            result["changed"] = partial.changed
+        result.update(failed=True, msg=str(exc))
+    else:
+        warnings.extend(out.pop("warnings", None) or [])
+        result.update(out)
+    if warnings:
+        result["warnings"] = warnings
+    return result
