@@ -41,6 +41,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, ConflictError, InputError, NotFoundError, WaitError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import name_of, namespace_of
 from ansible_collections.manent.kubernetes.plugins.module_utils.slots import SLOTS, TRACK_LABEL, other_slot, slot_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.wait import poll
 
 FIELD_MANAGER = "manent-traffic"
 GATEWAY_KINDS = ("HTTPRoute", "GRPCRoute")
@@ -476,24 +477,23 @@ def wait_accepted(kube, ref, generation, timeout, interval=1.0, clock=time.monot
     """Poll until every parent accepted ``generation``: returns "accepted", or "no-status" at the deadline when
     no controller reports a status (WaitError with ``require_status``). WaitError(permanent=True) at once when a
     parent rejects the route, WaitError(permanent=False) at the deadline while it is still pending."""
-    deadline = clock() + timeout
-    route = None
-    while True:
-        route = _poll(kube, ref, route)
-        state, reasons = acceptance(route, generation, tolerate_reasons)
-        if state == ACCEPTED:
-            return state
-        if state == REJECTED:
-            raise WaitError("generation %s was rejected: %s" % (generation, "; ".join(reasons)), subject=str(ref),
-                            permanent=True, statuses=reasons,
+    seen = {"route": None, "state": None, "reasons": []}
+
+    def accepted():
+        seen["route"] = _poll(kube, ref, seen["route"])
+        seen["state"], seen["reasons"] = acceptance(seen["route"], generation, tolerate_reasons)
+        if seen["state"] == REJECTED:
+            raise WaitError("generation %s was rejected: %s" % (generation, "; ".join(seen["reasons"])),
+                            subject=str(ref), permanent=True, statuses=seen["reasons"],
                             hint="the weights are already written: fix the route or its Gateway and rerun the "
                                  "step, or abort to send all traffic back to the stable slot")
-        now = clock()
-        if now >= deadline:
-            if state == NO_STATUS and not require_status:
-                return state
-            raise _not_accepted(ref, generation, timeout, route, reasons)
-        sleep(max(0.0, min(interval, deadline - now)))
+        return seen["state"] == ACCEPTED
+
+    if poll(accepted, timeout, interval=interval, clock=clock, sleep=sleep):
+        return ACCEPTED
+    if seen["state"] == NO_STATUS and not require_status:
+        return NO_STATUS
+    raise _not_accepted(ref, generation, timeout, seen["route"], seen["reasons"])
 
 
 def _poll(kube, ref, last):
