@@ -16,11 +16,20 @@ description:
   - O(operation=rollback) re-applies the stored objects of the previous release (or O(rollback_to)) without downloading
     the artifact or running helm, waits for the rollout and, with O(prune=true), deletes objects that only the
     failed release had. The rolled-back-to release becomes the one in service; the other stays in history, marked
-    C(rolled-back). Stored objects whose apiVersion the cluster no longer serves are mapped when the change is a
-    pure rename; otherwise the rollback stops before any change.
+    C(rolled-back). Stored objects whose apiVersion the cluster no longer serves are renamed or converted in memory
+    as O(operation=rewrite) would do it (and said so in C(warnings)); when one cannot be, the rollback stops
+    before any change.
   - O(operation=audit) checks every stored release's objects against the cluster's served and deprecated API versions.
-  - O(operation=rewrite) maps stored objects to served apiVersions in place (pure renames only), keeping a backup
-    record; running it again changes nothing.
+  - O(operation=rewrite) rewrites the stored objects whose apiVersion the cluster no longer serves, in place,
+    keeping a backup record; running it again changes nothing. Pure renames change the apiVersion; the kinds of
+    Kubernetes' deprecated-API removal table whose schema changed are converted (Deployment, DaemonSet,
+    ReplicaSet and StatefulSet get the selector the old version defaulted from the template labels, Ingress gets
+    the v1 backend structure and C(pathType=ImplementationSpecific), HorizontalPodAutoscaler the v2 metric
+    targets, and so on, see the collection's C(docs/history.md)); kinds without replacement (PodSecurityPolicy)
+    are dropped only with O(drop_removed=true). A record holding an object that cannot be converted is left
+    unchanged and reported.
+  - O(api_mappings) adds or overrides pure renames (for CRDs and aggregated APIs, or to rename instead of convert)
+    for rewrite, rollback and audit.
   - O(operation=unlock) removes a lock left by a killed deploy.
 author:
   - manent developers (@manent-io)
@@ -82,6 +91,20 @@ options:
       holds it.
     type: bool
     default: false
+  api_mappings:
+    description:
+      - Path of a YAML mapping file of pure renames (stored apiVersion, optionally per kind, to a served apiVersion)
+        that add to or override the built-in table, used by O(operation=rewrite), O(operation=rollback) and
+        O(operation=audit). Format in the collection's C(docs/history.md) ("The mapping file").
+      - The file is read where the module runs, before anything is changed; an invalid file changes nothing.
+    type: path
+  drop_removed:
+    description:
+      - With O(operation=rewrite) or O(operation=rollback), drop stored objects of kinds that have no replacement
+        (PodSecurityPolicy) from the release instead of stopping; the rewrite lists them in C(findings[].dropped),
+        the rollback in C(warnings).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -112,6 +135,17 @@ EXAMPLES = r"""
     environment: prod
     namespace: shop-prod
     operation: rewrite
+
+- name: Convert stored releases, dropping PodSecurityPolicies and renaming a CRD version the cluster dropped
+  manent.kubernetes.manent_history:
+    api_server: "{{ manent_api_server }}"
+    token: "{{ manent_token }}"
+    application: shop
+    environment: prod
+    namespace: shop-prod
+    operation: rewrite
+    drop_removed: true
+    api_mappings: files/api-mappings.yml
 """
 
 RETURN = r"""
@@ -142,9 +176,12 @@ changes:
 findings:
   description:
     - With O(operation=audit), one entry per stored object whose apiVersion is removed or deprecated on this cluster
-      (record, version, object, level, message, replacement, rename).
+      (record, version, object, level, message, replacement, rename), and C(rewrite), what the rewrite and the
+      rollback do with it on this cluster (C(keep), C(rename), C(convert), C(drop) or C(refused)), explained in
+      C(rewrite_detail).
     - With O(operation=rewrite), one entry per record that needed a change (record, version, action C(rewritten),
-      C(would-rewrite) in check mode, or C(error) for a change that is not a pure rename, changes, errors, backup).
+      C(would-rewrite) in check mode, or C(error) when an object cannot be converted; changes, one note per renamed,
+      converted or dropped object; dropped, the objects dropped; errors; backup, the backup record).
   returned: when operation is audit or rewrite
   type: list
   elements: dict
@@ -156,35 +193,23 @@ unlocked:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_task, rollback_task
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer
+from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import default_holder
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
-
-
-def rollback(module, deployer, key):
-    """The result of operation rollback."""
-    p = module.params
-    result = deployer.rollback(p["namespace"], key, to_version=p.get("rollback_to"))
-    out = result.to_dict()
-    if module._diff:
-        out["diff"] = [c.diff for c in result.changes if c.diff]
-    return out
 
 
 def run(module):
     p = module.params
-    options = history_task.deploy_options(p, module.check_mode, module._diff)
+    if p["operation"] == "rollback":
+        return rollback_task.run(p, module.check_mode, module._diff)
     key = mc.release_key(p)
     kube, discovery = mc.open_cluster(p)
     try:
-        deployer = Deployer(kube, discovery, options)
-        store = deployer.store(p["namespace"], key)
-        if p["operation"] == "rollback":
-            out = {"changed": False}
-            out.update(rollback(module, deployer, key))
-        else:
-            out = history_task.operate(store, discovery, kube, p["operation"], module.check_mode, p["break_lock"])
+        store = HistoryStore(kube, p["namespace"], key, holder=default_holder())
+        out = history_task.operate(store, discovery, kube, p["operation"], module.check_mode, p["break_lock"],
+                                   convert=history_task.converter(p, discovery))
         out.update(history_task.listing(store))
         return out
     finally:
