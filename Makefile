@@ -12,7 +12,7 @@ export MANENT_CACHE := $(CACHE)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: help venv tools collection-link clusters clusters-down clusters-status test unit integration lint sanity build demo clean
+.PHONY: help venv tools collection-link clusters clusters-down clusters-status test unit integration lint sanity build demo clean docs-lint changelog-lint ee-check test-matrix
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -48,7 +48,7 @@ integration: venv tools collection-link ## integration tests (start the clusters
 
 test: venv tools collection-link ## every test: unit, integration against real local clusters, lint, build
 	$(VPY) -m pytest tests -q -p no:cacheprovider
-	$(MAKE) --no-print-directory sanity lint build
+	$(MAKE) --no-print-directory sanity lint docs-lint changelog-lint ee-check build
 
 SANITY_DIR := $(ROOT)/.build/sanity/ansible_collections/manent/kubernetes
 sanity: venv ## ansible-test sanity on a copy of the tracked files (the layout ansible-test needs)
@@ -59,6 +59,21 @@ sanity: venv ## ansible-test sanity on a copy of the tracked files (the layout a
 
 lint: venv collection-link ## ansible-lint (production profile)
 	cd $(ROOT) && $(VENV)/bin/ansible-lint --profile production --offline -q roles playbooks examples
+
+DOCS_DIR := $(ROOT)/.build/docs-lint/ansible_collections/manent/kubernetes
+docs-lint: venv ## antsibull-docs lint of module, filter and role docs (on a copy of the tracked files)
+	rm -rf $(DOCS_DIR) && mkdir -p $(DOCS_DIR)
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(DOCS_DIR)
+	cd $(DOCS_DIR) && ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.build/docs-lint $(VENV)/bin/antsibull-docs lint-collection-docs --plugin-docs .
+
+changelog-lint: venv ## antsibull-changelog lint of changelogs/ (add a fragment per user-facing change)
+	$(VENV)/bin/antsibull-changelog lint
+
+ee-check: venv ## ansible-builder create on the example execution environment; it must install exactly requirements.txt and bindep.txt
+	bash hack/check-ee.sh
+
+test-matrix: venv tools collection-link ## unit tests + deploy/rollback per ansible-core 2.16-2.18 and the lowest kubernetes client (hack/test-matrix.txt)
+	MAIN_PY=$(VPY) bash hack/test-matrix.sh
 
 build: venv ## build the collection tarball and install it into .build/installed
 	rm -f $(ROOT)/.build/manent-kubernetes-*.tar.gz
@@ -71,3 +86,31 @@ demo: venv tools collection-link ## start the local clusters and deploy the samp
 
 clean: clusters-down ## stop clusters, remove build output
 	rm -rf .build
+
+# --- benchmarks (bench/, BENCHMARKS.md; not part of make test) ------------------------------------------
+BENCH_VENV ?= $(CACHE)/bench-venv-$(shell sha256sum bench/requirements.txt | cut -c1-12)
+BENCH_PY := $(BENCH_VENV)/bin/python
+BENCH_ARGS ?=
+.PHONY: bench bench-quick bench-tools
+
+$(BENCH_PY): bench/requirements.txt
+	@test -x $(BENCH_PY) || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@touch $(BENCH_PY)
+
+bench-tools: tools
+	bash hack/build-tools.sh bench
+
+bench: venv bench-tools collection-link $(BENCH_PY) ## manent vs kubectl, Helm 3/4, kubernetes.core at 30/300/3,000 objects -> BENCHMARKS.md, docs/bench.png
+	$(BENCH_PY) bench/bench.py run --sizes 30,300,3000 --clusters-python $(VPY) --command-line "make bench" $(BENCH_ARGS)
+
+bench-quick: venv bench-tools collection-link $(BENCH_PY) ## the same at 30 and 300 objects only
+	$(BENCH_PY) bench/bench.py run --sizes 30,300 --clusters-python $(VPY) --command-line "make bench-quick" $(BENCH_ARGS)
+
+# --- soak (issue 14: randomized faults on dedicated clusters; not part of make test) ----------------------
+SOAK_ROUNDS ?= 25
+SOAK_SEED ?=
+.PHONY: soak
+soak: venv tools collection-link ## randomized fault rounds on dedicated clusters (SOAK_ROUNDS=25, SOAK_SEED= to replay)
+	MANENT_SOAK_ROUNDS=$(SOAK_ROUNDS) MANENT_SOAK_SEED=$(SOAK_SEED) $(VPY) -m pytest tests/integration/test_faults.py \
+		-q -p no:cacheprovider -k soak

@@ -27,10 +27,7 @@ scratch_module() {  # new throwaway module dir on stdout
   echo "$d"
 }
 
-build_kubernetes() {
-  local out="$CACHE/kubernetes-$K8S_VERSION/bin"
-  if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]]; then return; fi
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION (cold: ~15-25 min on 2 cores)"
+kubernetes_module() {  # new throwaway module dir on stdout whose go.mod resolves k8s.io/kubernetes@$K8S_VERSION
   local d; d="$(scratch_module)"
   local gomod; gomod="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
   local staging="v0.${K8S_VERSION#v1.}"
@@ -45,14 +42,44 @@ with open(dst, "a") as f:
         f.write(f"\t{m} => {m} {ver}\n")
     f.write(")\n")
 PY
+  echo "$d"
+}
+
+kube_ldflags() {
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local v
+  for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf -- '-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean ' "$v" "$K8S_VERSION" "$v" "$v" "$minor" "$v"
+  done
+  echo "-s -w"
+}
+
+build_kubernetes() {
+  local out="$CACHE/kubernetes-$K8S_VERSION/bin"
+  if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]]; then return; fi
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION (cold: ~15-25 min on 2 cores)"
+  local d; d="$(kubernetes_module)"
   (
     cd "$d"
     go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
-    local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
-    local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
     mkdir -p "$out.tmp"
-    go build -trimpath -ldflags "$ld" -o "$out.tmp/" \
+    go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  )
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+
+build_kubectl() {  # make bench only: kubectl from k8s.io/kubernetes at the control plane's version
+  local out="$CACHE/kubectl-$K8S_VERSION/bin"
+  if [[ -x "$out/kubectl" ]]; then return; fi
+  log "building kubectl $K8S_VERSION (a few minutes when the control plane was built on this machine)"
+  local d; d="$(kubernetes_module)"
+  (
+    cd "$d"
+    go get "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
+    mkdir -p "$out.tmp"
+    go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" k8s.io/kubernetes/cmd/kubectl
   )
   rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
   rm -rf "$d"
@@ -96,7 +123,13 @@ case "$what" in
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;&
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
               "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;&
-  all|kubernetes) build_kubernetes ;;
+  all|kubernetes) build_kubernetes ;;&
+  # Benchmark peers (make bench), not part of "all": kubectl, and Helm 4 (it applies server-side).
+  bench|kubectl) build_kubectl ;;&
+  bench|helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \
+                 "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;&
+  bench) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+           "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
   *) ;;
 esac
 rm -rf "$CACHE"/.build.?????? 2>/dev/null || true

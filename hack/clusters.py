@@ -7,6 +7,10 @@ client-certificate authentication, Node,RBAC authorization and service-account t
     python3 hack/clusters.py up   [--dir .clusters] [--topology eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a]
     python3 hack/clusters.py down [--dir .clusters]
     python3 hack/clusters.py status [--dir .clusters]
+    python3 hack/clusters.py nodes  [--dir .clusters]   # bring running clusters' nodes up to date
+
+Nodes carry the labels of real nodes (kubernetes.io/os, kubernetes.io/arch, kubernetes.io/hostname,
+topology.kubernetes.io/region and zone from the topology) and the capacity of an 8-CPU/32 GiB machine.
 
 `up` writes <dir>/inventory.yml (one host per API server, groups region_<r> and az_<z>),
 <dir>/state.json (ports, pids, credential files) and per-cluster credentials under <dir>/<name>/.
@@ -246,18 +250,49 @@ def apply(c, obj, token=None):
                content_type="application/apply-patch+yaml")
 
 
+# What every kwok node looks like: the well-known labels a kubelet sets on a real node (charts select on them:
+# nodeSelector kubernetes.io/os: linux, zone affinity) and the capacity of a common 8-CPU/32 GiB machine, with
+# the kubelet's usual reservations taken off allocatable and its default 110 pods.
+NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+NODE_ALLOCATABLE = {"cpu": "7910m", "memory": "31Gi", "pods": "110", "ephemeral-storage": "95Gi"}
+
+
+def node_manifest(c, index):
+    """The Node object of kwok node ``index`` of cluster ``c`` (labels, annotations; status goes separately)."""
+    name = "kwok-%s-%d" % (c["name"], index)
+    labels = {
+        "type": "kwok",
+        "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
+        "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "kwok.8x32",
+        "topology.kubernetes.io/region": c["region"], "topology.kubernetes.io/zone": c["az"],
+    }
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {}, "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_ALLOCATABLE}}
+
+
+def _set_capacity(c, name):
+    api(c["url"], c["dir"], c["admin_token"], "PATCH", "/api/v1/nodes/%s/status" % name,
+        {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_ALLOCATABLE}},
+        content_type="application/merge-patch+json")
+
+
+def bootstrap_nodes(c):
+    """Create (or bring up to date, on a running cluster) the kwok nodes: labels by server-side apply (a new
+    node gets its status with it), then capacity and allocatable through the status subresource. kwok keeps an
+    allocatable it finds; wait_nodes_and_sa sets it again on a node that kwok initialised before it was set."""
+    for i in range(NODES_PER_CLUSTER):
+        node = node_manifest(c, i)
+        apply(c, node)
+        _set_capacity(c, node["metadata"]["name"])
+
+
 def bootstrap(c, b):
     """Fake nodes, the CRDs our tests need, and RBAC for the deployer client certificate."""
     import yaml
-    for i in range(NODES_PER_CLUSTER):
-        node = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": "kwok-%s-%d" % (c["name"], i),
-                             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                             "labels": {"type": "kwok", "kubernetes.io/hostname": "kwok-%s-%d" % (c["name"], i),
-                                        "topology.kubernetes.io/region": c["region"],
-                                        "topology.kubernetes.io/zone": c["az"]}},
-                "spec": {}}
-        apply(c, node)
+    bootstrap_nodes(c)
     for fname in ("gateway-api.yaml", "istio.yaml"):
         with open(os.path.join(b["crds"], fname)) as f:
             for doc in yaml.safe_load_all(f):
@@ -375,7 +410,10 @@ def wait_nodes_and_sa(c, deadline):
             ready = [n for n in nodes if any(x.get("type") == "Ready" and x.get("status") == "True"
                                              for x in n.get("status", {}).get("conditions", []))]
             api(c["url"], c["dir"], c["admin_token"], "GET", "/api/v1/namespaces/default/serviceaccounts/default")
-            if len(ready) >= NODES_PER_CLUSTER:
+            unsized = [n["metadata"]["name"] for n in ready if n["status"].get("allocatable") != NODE_ALLOCATABLE]
+            for name in unsized:  # kwok initialised it with its own defaults: set ours again (kept from now on)
+                _set_capacity(c, name)
+            if len(ready) >= NODES_PER_CLUSTER and not unsized:
                 return
         except urllib.error.HTTPError:
             pass
@@ -467,15 +505,29 @@ def status(args):
     return 0 if ok else 1
 
 
+def nodes(args):
+    """Bring the nodes of running clusters up to date (labels, capacity) without restarting anything."""
+    st = load_state(os.path.abspath(args.dir))
+    if not st:
+        print("no clusters")
+        return 1
+    for c in st["clusters"]:
+        bootstrap_nodes(c)
+        print("%s: %d nodes labelled (os, arch, hostname, region %s, zone %s), allocatable %s" % (
+            c["name"], NODES_PER_CLUSTER, c["region"], c["az"],
+            ", ".join("%s=%s" % item for item in sorted(NODE_ALLOCATABLE.items()))))
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
-    p.add_argument("command", choices=("up", "down", "status"))
+    p.add_argument("command", choices=("up", "down", "status", "nodes"))
     p.add_argument("--dir", default=os.environ.get("MANENT_CLUSTERS_DIR", os.path.join(ROOT, ".clusters")))
     p.add_argument("--topology", default=os.environ.get("MANENT_TOPOLOGY", DEFAULT_TOPOLOGY),
                    help="comma separated region/az, one cluster each")
     p.add_argument("--base-port", type=int, default=int(os.environ.get("MANENT_BASE_PORT", "17443")))
     args = p.parse_args(argv)
-    return {"up": up, "down": down, "status": status}[args.command](args)
+    return {"up": up, "down": down, "status": status, "nodes": nodes}[args.command](args)
 
 
 if __name__ == "__main__":

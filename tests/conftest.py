@@ -25,3 +25,50 @@ def _expose_collection():
 
 
 _expose_collection()
+
+
+# Reliability report (issue 14): records of this run only; RELIABILITY.md rewritten after a whole-suite run
+# (`make test`: pytest tests), else written under .build/reliability for a look (hack/reliability_report.py).
+def _reliability_controller(config):
+    return not hasattr(config, "workerinput")  # pytest-xdist: the controller, not a worker
+
+
+def _reliability_report():
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location("reliability_report",
+                                                  os.path.join(ROOT, "hack", "reliability_report.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pytest_sessionstart(session):
+    if _reliability_controller(session.config):
+        from tests import reliability  # pylint: disable=import-outside-toplevel
+        _reliability_report().clear(reliability.records_dir())
+
+
+def pytest_collection_finish(session):
+    """The fault tests' own clusters boot in the background from here, while the tests before them run."""
+    if not _reliability_controller(session.config) or getattr(session.config.option, "numprocesses", None):
+        return
+    if any(item.nodeid.startswith("tests/integration/test_faults.py") for item in session.items):
+        from tests.integration import test_faults  # pylint: disable=import-outside-toplevel
+        test_faults.boot_in_background()
+
+
+def pytest_sessionfinish(session, exitstatus):  # pylint: disable=unused-argument
+    if not _reliability_controller(session.config):
+        return
+    from tests import reliability  # pylint: disable=import-outside-toplevel
+    reliability_report = _reliability_report()
+    opts = session.config.option
+    whole = [os.path.normpath(a) for a in session.config.args] == ["tests"] and not opts.keyword and \
+        not opts.markexpr
+    out = os.path.join(ROOT, "RELIABILITY.md") if whole else os.path.join(reliability.records_dir(),
+                                                                           "RELIABILITY.md")
+    records, problems = reliability_report.load(reliability.records_dir())
+    if any(records.values()):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w", encoding="utf-8") as handle:
+            handle.write(reliability_report.render(records, problems))

@@ -11,6 +11,11 @@ is laid out by it.
 ``hosts | manent_history_lines(hostvars, wave_by)``: the release in service and the records (history phase).
 ``hosts | manent_audit_lines(hostvars)``: the audit findings per cluster, each finding as a note.
 ``manent_traffic_rows(results)``: the rows of the traffic summary from the per-cluster results.
+``outcome | manent_cluster_result(base, render, failed, version)``: one cluster's entry of the deploy/rollback
+summary from manent_apply's (or rollback's) result: docs/requirements.md §11's ``status`` and ``details`` plus the flat fields
+of the printed table (version, counts, seconds, ...). Only this operation's result: nothing is carried over.
+``summary | manent_run(operation)``: the whole operation as docs/requirements.md §11's ``{"plugin": "kubernetes", "targets":
+[...]}`` (plus ``operation``), one target per cluster of the play, ``not started`` ones included.
 """
 
 from __future__ import annotations
@@ -76,6 +81,67 @@ def manent_summary_lines(summary):
         if _int(result.get("objects_skipped", 0)) > 0:
             notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
     return _lines(rows, notes)
+
+
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _version(outcome, details, fallback):
+    """The version of the release a result names: ``version`` where the module gives it, else ``details.release``
+    unless that is a history record's name (``manent-...``)."""
+    for value in (outcome.get("version"), details.get("version")):
+        if value:
+            return str(value)
+    release = str(details.get("release") or "")
+    if release and not release.startswith("manent-"):
+        return release
+    return str(fallback or "")
+
+
+def manent_cluster_result(outcome, base, render=None, failed=False, version=""):
+    """One cluster's summary entry from the module result ``outcome`` (a failed result when ``failed``)."""
+    outcome, render = _mapping(outcome), _mapping(render)
+    details = dict(_mapping(outcome.get("details")))
+    hooks = details.get("helm_hooks_skipped")
+    if hooks is None:
+        hooks = render.get("hooks_skipped") or []
+    pruned = details.get("pruned") or []
+    entry = dict(_mapping(base))
+    entry.update({
+        "status": "failed" if failed else (outcome.get("status") or "deployed"),
+        "changed": bool(outcome.get("changed", False)),
+        "version": _version(outcome, details, version if failed else ""),
+        "previous": str(details.get("previous") or ""),
+        "objects": _int(details.get("objects", 0)),
+        "objects_skipped": _int(details.get("objects_skipped", 0)),
+        "counts": dict(_mapping(outcome.get("counts"))),
+        "pruned": list(pruned),
+        "hooks_skipped": list(hooks),
+        "seconds": round(float(_mapping(outcome.get("timings")).get("total") or 0), 1),
+        "message": str(outcome.get("msg") or "failed") if failed else "",
+    })
+    if outcome.get("host"):
+        entry["api_server"] = str(outcome["host"])  # the module's host: the API server it talked to
+    details.update({"namespace": details.get("namespace") or entry.get("namespace", ""),
+                    "objects": entry["objects"], "previous": entry["previous"], "pruned": entry["pruned"],
+                    "helm_hooks_skipped": entry["hooks_skipped"], "objects_skipped": entry["objects_skipped"]})
+    details.setdefault("release", "")
+    entry["details"] = details
+    return entry
+
+
+def manent_run(summary, operation="deploy"):
+    """{"plugin": "kubernetes", "operation": ..., "targets": [{"host", "status", "details", ...}]} of ``summary``
+    ({host: entry}); a cluster without an entry is ``not started``."""
+    targets = []
+    for host, result in (summary or {}).items():
+        result = _mapping(result) or {"status": "not started"}
+        details = result.get("details") or ({"namespace": result["namespace"]} if result.get("namespace") else {})
+        target = {"host": host, "status": result.get("status", "not started"), "details": details}
+        target.update((key, value) for key, value in result.items() if key not in target)
+        targets.append(target)
+    return {"plugin": "kubernetes", "operation": operation, "targets": targets}
 
 
 def manent_checkpoint_lines(hosts, hostvars, wave_by="region"):
@@ -146,4 +212,5 @@ class FilterModule:
         return {"manent_table": manent_table, "manent_seconds": manent_seconds,
                 "manent_summary_lines": manent_summary_lines, "manent_checkpoint_lines": manent_checkpoint_lines,
                 "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
-                "manent_traffic_rows": manent_traffic_rows}
+                "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
+                "manent_run": manent_run}

@@ -6,13 +6,13 @@
 Kubernetes stops serving old API versions (``apps/v1beta1`` Deployment in 1.16, ``extensions/v1beta1``
 Ingress in 1.22, ...). Helm cannot upgrade or roll back a release whose *stored* manifest uses a removed
 version. manent checks new manifests and rendered charts against the target cluster before touching it
-(:func:`check`), maps stored objects to the served version when the move is a pure rename
-(:func:`map_for_cluster`), and knows under which served version an object stored under a removed one can
-still be deleted (:func:`delete_api_version`).
+(:func:`check`), and knows under which served version an object stored under a removed one can still be
+deleted (:func:`delete_api_version`). What a *stored* object becomes on a cluster that no longer serves its
+version (renamed, converted, dropped or refused) is :mod:`apiconvert`'s job, built on this table.
 
 An entry's ``rename`` is True only when the object applies unchanged under the replacement apiVersion
 with the same meaning: no required field was added, no field renamed, no default changed. When it is
-False, a stored object cannot be converted mechanically: history must be rewritten or the manifest edited.
+False, :mod:`apiconvert` has the conversion (or says why an object cannot be converted).
 
 Sources (checked for every entry):
 
@@ -37,13 +37,11 @@ ValidatingAdmissionPolicy (no removal release could be verified). apps/v1beta1 n
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref, split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
 
 LEVEL_ERROR = "error"
 LEVEL_WARNING = "warning"
@@ -314,46 +312,6 @@ def _what_to_do(entry):
                 % (entry.replacement_text, entry.replacement, entry.note))
     return ("Use %s: change apiVersion%s in the manifest or chart and adapt the object: %s."
             % (entry.replacement_text, " and kind" if entry.replacement_kind else "", entry.note))
-
-
-def map_for_cluster(obj, served_fn):
-    """Make a stored object usable on a cluster that may no longer serve its apiVersion.
-
-    ``served_fn(api_version, kind) -> bool`` answers from the cluster's discovery. Returns
-    ``(obj, None)`` when obj's apiVersion is served, ``(copy, note)`` with the replacement apiVersion
-    when the table says the move is a pure rename and the replacement is served; raises InputError
-    (naming the object, the removed version and what to do) otherwise. obj is never modified.
-    """
-    api_version = obj.get("apiVersion") or ""
-    kind = obj.get("kind") or ""
-    if served_fn(api_version, kind):
-        return obj, None
-    subject = ref(obj)
-    entry = lookup(api_version, kind)
-    rewrite = ("rewrite the stored release history with the object under a served apiVersion, or deploy a "
-               "release whose manifest uses one and never roll back past it")
-    if entry is None:
-        raise InputError("stored with apiVersion %s, which this cluster does not serve for kind %s, and manent "
-                         "knows no replacement for it" % (api_version, kind), subject=subject,
-                         hint="install the API (CRD or aggregated API) again, or " + rewrite)
-    removed = ("removed in Kubernetes %s" % entry.removed_in) if entry.removed_in else "not served by this cluster"
-    if not entry.replacement:
-        raise InputError("stored with apiVersion %s %s (%s), which has no replacement" % (api_version, kind, removed),
-                         subject=subject, hint="%s; then %s" % (entry.note, rewrite))
-    if not entry.rename:
-        raise InputError("stored with apiVersion %s %s (%s); %s is not a pure rename (%s), so manent cannot "
-                         "convert the stored object" % (api_version, kind, removed, entry.replacement_text,
-                                                        entry.note),
-                         subject=subject, hint=rewrite)
-    if not served_fn(entry.replacement, entry.new_kind):
-        raise InputError("stored with apiVersion %s %s (%s), and this cluster does not serve the replacement %s "
-                         "either" % (api_version, kind, removed, entry.replacement_text),
-                         subject=subject, hint="check the cluster's version and --runtime-config, or " + rewrite)
-    new_obj = copy.deepcopy(obj)
-    new_obj["apiVersion"] = entry.replacement
-    note = ("%s: stored as %s, which this cluster no longer serves (%s); using %s instead, a pure rename"
-            % (subject, api_version, removed, entry.replacement))
-    return new_obj, note
 
 
 def delete_api_version(group, kind, served_versions):

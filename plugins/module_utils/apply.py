@@ -16,6 +16,10 @@ kept per object.
 With ``force: false`` each tier is first applied with dryRun=All: a conflict (or any other refusal) of
 one object fails the tier before any of its objects is written.
 
+Objects equal to the stored copy of the release in service (``Applier.baseline``) whose live copy still holds
+every desired value, owned by ``manent``, are reported ``unchanged`` without a PATCH: unchanged.py decides, from
+one LIST per kind and namespace; anything uncertain is applied.
+
 Reading live objects is live.py's job, deleting delete.py's, the CRD wait crds.py's; the change set
 entries are changeset.py's.
 """
@@ -34,12 +38,14 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import
 from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import scrub_secret_values, diff_entry, same
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApiError, ApplyError, ConflictError, ManentError, NotFoundError)
+    ApiError, ApplyError, ConflictError, ManentError, NotFoundError, group_failures)
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import FIELD_MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import UnchangedFinder
 
 APPLY_PATCH = "application/apply-patch+yaml"
+_READ = object()  # apply_one: read the live object itself
 _CONFLICT = re.compile(r'conflict with "([^"]+)"')
 _NOT_IN_SCHEMA = "field not declared in schema"
 
@@ -72,6 +78,9 @@ class Applier:
         self.reader = reader or LiveReader(kube, discovery, self.options.concurrency)
         self.deleter = deleter or Deleter(kube, discovery, self.reader, DeleteOptions(
             dry_run=self.options.dry_run, timeout=self.options.delete_timeout))
+        # the stored objects of the release in service (set by the deploy): objects equal to them whose live
+        # copy still holds them are reported unchanged without a PATCH (unchanged.py)
+        self.baseline = None
 
     # ------------------------------------------------------------------ one object
 
@@ -103,10 +112,12 @@ class Applier:
                                ) from exc
             raise
 
-    def apply_one(self, obj):
-        """Apply one object (recreating it when a delete policy says so); its Change."""
+    def apply_one(self, obj, live=_READ):
+        """Apply one object (recreating it when a delete policy says so); its Change. ``live``: the live object
+        when the caller just read it (None: it does not exist)."""
         started = time.monotonic()
-        live = self.reader.get(obj)
+        if live is _READ:
+            live = self.reader.get(obj)
         policies = lifecycle.delete_policies(obj)
         if live is not None and lifecycle.BEFORE_CREATION in policies:
             return self._recreate(obj, live, "delete-policy before-creation", started)
@@ -176,12 +187,22 @@ class Applier:
         """
         if not objects:
             return
-        if not self.options.force and not self.options.dry_run:
-            self.preflight(objects)
-        results, errors = self._each(objects, self.apply_one)
-        changes.extend(r for r in results if r is not None)
+        started = time.monotonic()
+        same, known = UnchangedFinder(self.reader, self.baseline).find(objects) if self.baseline else (set(), {})
+        seconds = time.monotonic() - started
+        pending = [o for o in objects if key_of(o) not in same]
+        if pending and not self.options.force and not self.options.dry_run:
+            self.preflight(pending)
+        results, errors = self._each(pending, lambda obj: self.apply_one(obj, known.get(key_of(obj), _READ)))
+        applied = {key_of(o): r for o, r in zip(pending, results)}
+        for obj in objects:
+            key = key_of(obj)
+            if key in same:
+                changes.append(Change(ref(obj), UNCHANGED, seconds=seconds))
+            elif applied.get(key) is not None:
+                changes.append(applied[key])
         if errors:
-            raise ApplyError("%d object(s) failed to apply:\n- %s" % (len(errors), "\n- ".join(errors)))
+            raise ApplyError("%d object(s) failed to apply:\n- %s" % (len(errors), "\n- ".join(group_failures(errors))))
 
     def _check_one(self, obj):
         """Dry-run apply without force; None when the server would accept it (or a delete policy recreates it)."""
@@ -208,7 +229,7 @@ class Applier:
         _results, errors = self._each(objects, self._check_one)
         if errors:
             raise ApplyError("%d object(s) refused, nothing of their tier was applied:\n- %s"
-                             % (len(errors), "\n- ".join(errors)),
+                             % (len(errors), "\n- ".join(group_failures(errors))),
                              hint="fix the objects named here and deploy again")
 
 

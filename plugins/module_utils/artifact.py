@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The artifact: verify its sha256, tell what it is and read it without trusting it (SPEC §1).
+"""The artifact: verify its sha256, tell what it is and read it without trusting it (docs/requirements.md §1).
 
 An artifact is a plain manifest (YAML or JSON), a ``.tar.gz`` of manifests, or a packaged Helm chart
 (a ``.tgz`` whose members are ``<name>/Chart.yaml``, ``<name>/templates/...``). Archives are read as a
@@ -92,7 +92,7 @@ def detect(path, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
                                 hint="publish a .tar.gz of the manifests or a helm package .tgz")
         return MANIFEST
     charts = set()
-    with _open_tar(path) as tar:
+    with _open_tar(path, max_total_size, max_members) as tar:
         for _member, name in _iterate(tar, label, max_total_size, max_members):
             parts = name.split("/")
             if len(parts) == 2 and parts[1] == "Chart.yaml":
@@ -166,15 +166,45 @@ def _check_member(member, source):
     return "/".join(parts)
 
 
+class _Bounded:
+    """A read-only stream that stops with ArtifactError after ``limit`` bytes: a gzip bomb hidden where the member
+    sizes do not count it (long-name or pax headers, padding) is cut off as soon as it passes the limit."""
+
+    def __init__(self, stream, limit, source):
+        self._stream = stream
+        self._limit = limit
+        self._source = source
+        self._read = 0
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            size = self._limit - self._read + 1
+        data = self._stream.read(min(size, self._limit - self._read + 1))
+        self._read += len(data)
+        if self._read > self._limit:
+            raise ArtifactError("unpacks to more than %d bytes" % self._limit, subject=self._source,
+                                hint="the archive is too large or a compression bomb; check what was packaged")
+        return data
+
+    def close(self):
+        self._stream.close()
+
+
+def _stream_limit(max_total_size, max_members):
+    """Bytes a valid archive within the limits can take unpacked: the members' data plus headers and padding."""
+    return max_total_size + (max_members + 2) * 2048 + 1024 * 1024
+
+
 class _GzipTar:
     """A streamed tar read through gzip.GzipFile: Python 3.11's own "r|gz" reader mis-reads gzip headers that
     carry an extra field, which is exactly what ``helm package`` writes."""
 
-    def __init__(self, path):
+    def __init__(self, path, limit):
         self._raw = open(path, "rb")  # pylint: disable=consider-using-with
         self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb")
         try:
-            self.tar = tarfile.open(fileobj=self._gz, mode="r|", encoding="utf-8")  # pylint: disable=consider-using-with
+            bounded = _Bounded(self._gz, limit, os.path.basename(path))
+            self.tar = tarfile.open(fileobj=bounded, mode="r|", encoding="utf-8")  # pylint: disable=consider-using-with
         except BaseException:
             self.close()
             raise
@@ -194,10 +224,10 @@ class _GzipTar:
                     pass
 
 
-def _open_tar(path):
+def _open_tar(path, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_MEMBERS):
     label = os.path.basename(path)
     try:
-        return _GzipTar(path)
+        return _GzipTar(path, _stream_limit(max_total_size, max_members))
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
         raise ArtifactError("is not a valid .tar.gz: %s" % _reason(err), subject=label,
                             hint="rebuild the archive with tar czf (or helm package) and " + _REPUBLISH) from None
@@ -241,7 +271,7 @@ def read_archive_manifests(path, max_total_size=MAX_TOTAL_SIZE, max_members=MAX_
     """
     label = os.path.basename(path)
     found = []
-    with _open_tar(path) as tar:
+    with _open_tar(path, max_total_size, max_members) as tar:
         for member, name in _iterate(tar, label, max_total_size, max_members):
             if member.isreg() and _is_manifest(name):
                 found.append((name, _read_member(tar, member, name, label)))
@@ -260,6 +290,11 @@ def read_manifests(path, name=None):
         raise ArtifactError("is a Helm chart, not manifests", subject=label, hint="render it with helm")
     if kind == ARCHIVE:
         return [("%s:%s" % (label, member), text) for member, text in read_archive_manifests(path)]
+    size = os.path.getsize(path)
+    if size > MAX_TOTAL_SIZE:
+        raise ArtifactError("takes %d bytes, more than the limit of %d bytes for manifests" % (size, MAX_TOTAL_SIZE),
+                            subject=label, hint="an artifact this large is not a set of manifests; check what was "
+                                                "published")
     with open(path, "rb") as handle:
         data = handle.read()
     try:

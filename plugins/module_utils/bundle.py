@@ -18,7 +18,8 @@ import os
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey, is_label_value
+from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import validate_object
 
 FORMAT = 1
 
@@ -79,9 +80,13 @@ def read(path):
                          hint="run manent_render first and pass its bundle path")
     except ValueError as exc:
         raise InputError("bundle %s is not valid JSON: %s" % (path, exc), subject="bundle")
+    if not isinstance(data, dict):
+        raise InputError("bundle %s is not a JSON object" % path, subject="bundle",
+                         hint="run manent_render first and pass its bundle path")
     if data.get("format") != FORMAT:
         raise InputError("bundle %s has format %r, this collection reads %d" % (path, data.get("format"), FORMAT),
                          subject="bundle", hint="render again with the same collection version")
+    _check(data, path)
     r = data["release"]
     release = Release(ReleaseKey(application=r["application"], artifact=r["artifact"],
                                  environment=r["environment"], tenant=r["tenant"]),
@@ -90,3 +95,26 @@ def read(path):
                   sources=data.get("sources", []), cluster=data.get("cluster", ""),
                   artifact=data.get("artifact", {}), hooks_skipped=data.get("hooks_skipped", []),
                   warnings=data.get("warnings", []), slot=data.get("slot", ""))
+
+
+def _check(data, path):
+    """A bundle is checked whole before manent_apply writes anything: it may have been edited since rendering."""
+    where = "bundle %s" % path
+    release = data.get("release")
+    if not isinstance(release, dict) or not all(isinstance(release.get(k), str) for k in
+                                                    ("application", "artifact", "environment", "tenant", "version")):
+        raise InputError("%s: release must name application, artifact, environment, tenant and version" % where,
+                         subject="bundle", hint="render the bundle again with manent_render")
+    namespace = data.get("namespace")
+    if not isinstance(namespace, str) or not is_label_value(namespace) or namespace != namespace.lower() \
+            or "_" in namespace or "." in namespace:
+        raise InputError("%s: namespace %r is not a valid namespace name" % (where, namespace), subject="bundle",
+                         hint="render the bundle again with a valid namespace")
+    objects = data.get("objects")
+    if not isinstance(objects, list):
+        raise InputError("%s: objects must be a list" % where, subject="bundle",
+                         hint="render the bundle again with manent_render")
+    sources = data.get("sources") or []
+    for index, obj in enumerate(objects):
+        source = sources[index] if index < len(sources) and isinstance(sources[index], str) else "object #%d" % index
+        validate_object(obj, "%s: %s" % (where, source))

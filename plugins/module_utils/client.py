@@ -10,7 +10,8 @@ verification, client certificates, connection reuse across threads). Every call 
 - sends JSON bodies and parses JSON answers,
 - collects the API server's ``Warning`` headers (deprecated APIs, unknown fields),
 - retries transient failures (429 with Retry-After, 500/502/503/504, connection resets,
-  timeouts) with bounded exponential backoff, and never retries permanent ones,
+  timeouts) with bounded exponential backoff under one policy (:func:`retry_safe`, ``retry_time``),
+  and never retries permanent ones (400, 401, 403, 404, 409, 422, ...),
 - turns error statuses into typed errors whose message is the server's own (which names the
   verb, resource, namespace and user for 403s) plus the field paths of 422 causes.
 
@@ -43,6 +44,13 @@ except ImportError as exc:  # pragma: no cover - reported by the modules
     KUBERNETES_IMPORT_ERROR = exc
 
 TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
+# Retry policy (docs/reliability.md): first quick retries, then, once this server has answered at least once in
+# the run (it went away mid-run: restart, etcd outage), keep retrying with backoff up to retry_time seconds.
+BACKOFF_FIRST = 0.2
+BACKOFF_MAX = 5.0
+RETRY_AFTER_MAX = 30.0
+# POSTs that read rather than create (reviews): as safe to repeat as a GET.
+_REVIEW_SUFFIX = "reviews"
 # 500s that are the request's fault, not the server's: retrying cannot help.
 PERMANENT_500_MESSAGES = ("failed to create typed patch object", "field not declared in schema")
 USER_AGENT = "manent.kubernetes/0.1"
@@ -50,7 +58,7 @@ USER_AGENT = "manent.kubernetes/0.1"
 
 @dataclass
 class ConnectionOptions:
-    """How to reach and authenticate to one API server (SPEC §5)."""
+    """How to reach and authenticate to one API server (docs/requirements.md §5)."""
 
     server: str
     port: int = 6443
@@ -63,6 +71,7 @@ class ConnectionOptions:
     timeout: float = 30.0
     retries: int = 5
     pool_size: int = 16
+    retry_time: float = 60.0
 
     @property
     def url(self):
@@ -192,6 +201,7 @@ class Kube:
         self.options = options
         self.url = options.url
         self._tmp = None  # created only when inline PEM data must be written to files
+        self.ca_source = "the system CAs (no ca or ca_file given)"  # named when TLS verification fails
         cfg = Configuration()
         cfg.host = self.url
         cfg.verify_ssl = not options.insecure_skip_tls_verify
@@ -199,11 +209,13 @@ class Kube:
         ca = resolve_secret(options.ca, "the CA certificate")
         if ca:
             cfg.ssl_ca_cert = self._pem_file("ca.crt", ca, "the CA certificate")
+            self.ca_source = "the CA given in ca"
         elif options.ca_file:
             if not os.path.exists(os.path.expanduser(options.ca_file)):
                 raise InputError("CA file %s does not exist" % options.ca_file, subject="connection",
                                  hint="set ca_file to a PEM bundle, or leave it empty to use the system CAs")
             cfg.ssl_ca_cert = os.path.expanduser(options.ca_file)
+            self.ca_source = "ca_file %s" % options.ca_file
         cert = resolve_secret(options.client_cert, "the client certificate")
         key = resolve_secret(options.client_key, "the client key")
         if bool(cert) != bool(key):
@@ -217,6 +229,8 @@ class Kube:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         self._pool = RESTClientObject(cfg).pool_manager
         self._version = None
+        self._reached = False  # the server answered once: a later outage is waited for (retry_time)
+        self.deadline = None  # time.monotonic() value no retry may sleep past (the caller's own timeout)
 
     def _pem_file(self, name, content, what):
         if content.startswith("/") and os.path.exists(content):
@@ -249,8 +263,11 @@ class Kube:
     # ------------------------------------------------------------------ HTTP
 
     def request(self, method, path, query=None, body=None, content_type="application/json",
-                accept="application/json", subject=None, timeout=None, retry=True):
-        """Send one request; returns a Response or raises a typed ApiError."""
+                accept="application/json", subject=None, timeout=None, retry=True, repeatable=None):
+        """Send one request; returns a Response or raises a typed ApiError.
+
+        ``repeatable`` overrides :func:`retry_safe` for callers that make a repeat harmless themselves (a
+        create whose 409 they read as "exists already")."""
         url = self.url + path
         if query:
             url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
@@ -261,24 +278,30 @@ class Kube:
         if body is not None:
             payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
             headers["Content-Type"] = content_type
-        attempts = max(1, self.options.retries if retry else 1)
-        delay = 0.2
-        for attempt in range(1, attempts + 1):
+        policy = _Retries(self, method, path, content_type, retry, repeatable)
+        while True:
             try:
                 r = self._pool.request(method, url, body=payload, headers=headers, retries=False,
                                        timeout=urllib3.Timeout(connect=10.0, read=timeout or self.options.timeout),
                                        preload_content=True)
             except (urllib3.exceptions.SSLError,) as exc:
-                raise ApiError("TLS verification failed for %s: %s" % (self.url, _short(exc)), subject=subject,
+                if not _verification_failure(exc):  # reset or EOF in the handshake: the connection broke
+                    if policy.again():
+                        continue
+                    raise ApiError("cannot reach %s%s: %s" % (self.url, policy.tried(), _short(exc)), subject=subject,
+                                   transient=True, hint="check the address and that the API server is up, then run "
+                                                        "again (the run is safe to repeat)")
+                raise ApiError("TLS verification failed for %s with %s: %s" % (self.url, self.ca_source, _short(exc)),
+                               subject=subject,
                                hint="give the cluster CA (ca / ca_file); insecure_skip_tls_verify is for development "
                                     "only")
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt < attempts:
-                    time.sleep(_jitter(delay))
-                    delay = min(delay * 2, 5.0)
+                if policy.again(unsent=_unsent(exc)):
                     continue
-                raise ApiError("cannot reach %s: %s" % (self.url, _short(exc)), subject=subject, transient=True,
-                               hint="check the address and that the API server is up")
+                raise ApiError("cannot reach %s%s: %s" % (self.url, policy.tried(), _short(exc)), subject=subject,
+                               transient=True, hint="check the address and that the API server is up, then run "
+                                                    "again (the run is safe to repeat)")
+            self._reached = True
             warnings = parse_warnings(r.headers.getlist("Warning") if hasattr(r.headers, "getlist") else
                                       [r.headers.get("Warning")] if r.headers.get("Warning") else [])
             data = _decode(r.data)
@@ -286,10 +309,11 @@ class Kube:
                 return Response(r.status, data, r.headers, warnings)
             retry_after = _retry_after(r.headers.get("Retry-After"))
             err = error_from_status(r.status, data, subject=subject, retry_after=retry_after)
-            if err.transient and attempt < attempts:
-                time.sleep(min(retry_after if retry_after is not None else _jitter(delay), 10.0))
-                delay = min(delay * 2, 5.0)
+            # 429 is refused before the request is handled: repeating it is safe for every verb.
+            if err.transient and policy.again(unsent=r.status == 429, retry_after=retry_after):
                 continue
+            if err.transient and policy.attempt > 1:
+                err.message = "%s%s" % (err.message, policy.tried())
             raise err
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -304,6 +328,89 @@ class Kube:
             major = "".join(ch for ch in str(v.get("major", "1")) if ch.isdigit()) or "1"
             self._version = (int(major), int(minor), v.get("gitVersion", ""))
         return self._version
+
+
+def retry_safe(method, path, content_type):
+    """Whether repeating a request that may already have been handled is harmless: reads, PUT (conditioned on
+    resourceVersion), DELETE, server-side apply PATCH (declarative) and review POSTs. A plain POST or a
+    merge/JSON PATCH is repeated only when it was certainly not handled (not sent, or refused with 429)."""
+    method = method.upper()
+    if method in ("GET", "HEAD", "OPTIONS", "PUT", "DELETE"):
+        return True
+    if method == "PATCH":
+        return content_type == "application/apply-patch+yaml"
+    return method == "POST" and path.rstrip("/").endswith(_REVIEW_SUFFIX)
+
+
+class _Retries:
+    """The retry policy of one request (docs/reliability.md, Retries)."""
+
+    def __init__(self, kube, method, path, content_type, enabled, repeatable=None):
+        self.kube = kube
+        self.enabled = enabled
+        self.safe = retry_safe(method, path, content_type) if repeatable is None else bool(repeatable)
+        self.quick = max(1, kube.options.retries)
+        self.started = time.monotonic()
+        self.attempt = 1
+        self.delay = BACKOFF_FIRST
+
+    def _limit(self):
+        limit = self.started + max(0.0, float(self.kube.options.retry_time or 0))
+        if self.kube.deadline is not None:
+            limit = min(limit, self.kube.deadline)
+        return limit
+
+    def again(self, unsent=False, retry_after=None):
+        """Sleep before the next attempt and return True, or return False: give up now."""
+        if not self.enabled or not (self.safe or unsent):
+            return False
+        if self.attempt >= self.quick and not self.kube._reached:  # pylint: disable=protected-access
+            return False  # never answered: a wrong address or a server that is down fails fast
+        pause = _jitter(self.delay)
+        if retry_after is not None:
+            pause = min(max(retry_after, 0.0), RETRY_AFTER_MAX)
+        if time.monotonic() + pause > self._limit():
+            # Beyond retry_time or the caller's deadline: report now rather than overrun. The server is then
+            # treated as never reached: the next requests (marking the release failed, releasing the lock)
+            # get the quick attempts only, not a whole budget each.
+            self.kube._reached = False  # pylint: disable=protected-access
+            return False
+        time.sleep(pause)
+        self.attempt += 1
+        self.delay = min(self.delay * 2, BACKOFF_MAX)
+        return True
+
+    def tried(self):
+        if self.attempt <= 1:
+            return ""
+        return " (%d attempts over %.0fs)" % (self.attempt, time.monotonic() - self.started)
+
+
+def _verification_failure(exc):
+    """True when a TLS error is the certificate check failing (wrong CA, wrong name), not a broken connection
+    (reset or EOF during the handshake, which is retried like any connection error)."""
+    import ssl  # pylint: disable=import-outside-toplevel
+    seen, err = set(), exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, ssl.SSLCertVerificationError):
+            return True
+        if isinstance(err, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError)):
+            return False
+        err = getattr(err, "reason", None) or err.__cause__ or err.__context__ or \
+            next((a for a in getattr(err, "args", ()) if isinstance(a, BaseException)), None)
+    text = str(exc)
+    return not ("EOF occurred" in text or "reset by peer" in text or "UNEXPECTED_EOF" in text)
+
+
+def _unsent(exc):
+    """True when the request certainly never reached the server (the connection was not established)."""
+    reason = getattr(exc, "reason", None)
+    for err in (exc, reason):
+        if isinstance(err, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError,
+                            ConnectionRefusedError)):
+            return True
+    return False
 
 
 def _quote(value):

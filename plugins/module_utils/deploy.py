@@ -1,16 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One deploy of one bundle to one cluster (SPEC §7 steps 3-6, §10); :class:`Deployer` is the public entry,
+"""One deploy of one bundle to one cluster (docs/requirements.md §7 steps 3-6, §10); :class:`Deployer` is the public entry,
 for rollback (rollback.py) and prune (prune.py) too.
 
 Order: validate (credentials, version, record size, objects of another release: see owners.py) ->
-Namespaces -> save the release in history (pending, under a lock) -> remaining tiers (CRDs Established
-before their resources) -> wait for all workloads at once -> prune -> mark the release in service,
-clean up history. A failure after the record was saved marks it failed; the in-service pointer only
-moves after a successful rollout. A rerun of the release in service (same version and deploy id)
-writes no history at all. A traffic release (``bundle.slot``) becomes the candidate, not the release in
-service, and prunes nothing of the other slot.
+Namespaces -> save the release in history (pending, under a lock) -> the pre stage (objects with
+``deploy-on: pre-<phase>``, applied and waited for; stages.py) -> remaining tiers of the main objects (CRDs
+Established before their resources) -> wait for all workloads at once -> the post stage -> prune -> mark the
+release in service, clean up history. Inside a stage objects go in groups of ascending weight. A failure
+after the record was saved marks it failed; the in-service pointer only moves after a successful rollout. A
+rerun of the release in service (same version and deploy id) writes no history at all. A traffic release
+(``bundle.slot``) becomes the candidate, not the release in service, and prunes nothing of the other slot.
 
 In check mode (dry_run) every object is applied with dryRun=All and nothing, history included,
 is written; objects in Namespaces that the bundle itself would create are counted as skipped.
@@ -26,23 +27,26 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import crds, lifecycle, owners, prune, rollback, slots
+from ansible_collections.manent.kubernetes.plugins.module_utils import (
+    access, crds, lifecycle, owners, prune, rollback, slots, stages)
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import Applier, ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.carry import carry_release_annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import (
-    CHANGING, SKIPPED, Change, change_warnings, counts)
+    CHANGING, CONFIGURED, CREATED, RECREATED, SKIPPED, UNCHANGED, Change, change_warnings, counts)
 from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, InputError, ManentError, NotFoundError)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import is_secret
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import is_secret, record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import MANAGED_BY, MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import is_crd, namespace_of, ref, served_kinds
-from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import TIER_CRDS, TIER_NAMESPACES, tiers
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, pods_of, wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
+    TIER_CRDS, TIER_NAMESPACES, tier_of, tiers)
+from ansible_collections.manent.kubernetes.plugins.module_utils.wait import pods_of, wait_for
 
 INSTALL, UPGRADE, ROLLBACK = lifecycle.INSTALL, lifecycle.UPGRADE, lifecycle.ROLLBACK
+APPLIED = (CREATED, CONFIGURED, UNCHANGED, RECREATED)
 __all__ = ("Deployer", "DeployOptions", "DeployResult", "carry_release_annotations", "change_warnings",
            "default_holder")
 
@@ -64,6 +68,10 @@ class DeployOptions:
 
 @dataclass
 class DeployResult:
+    """What a deploy did. ``release`` is the version deployed, ``record`` its history record's name; ``to_dict``
+    is manent_apply's result (docs/requirements.md §11: ``details.release`` is the record's name, ``details.version`` the
+    version)."""
+
     status: str
     namespace: str
     release: str
@@ -79,21 +87,33 @@ class DeployResult:
     adopted: list = field(default_factory=list)
     phase: str = UPGRADE
     slot: str = ""
+    record: str = ""
+    host: str = ""
+    hooks_skipped: list = field(default_factory=list)
+    stages: list = field(default_factory=list)
 
     @property
     def changed(self):
         return any(c.action in CHANGING for c in self.changes) or bool(self.pruned) or bool(
             self.history.get("written"))
 
+    @property
+    def objects(self):
+        """Objects of the release applied (or dry-run), each once: not those pruned, skipped or only deleted."""
+        return len({c.subject for c in self.changes if c.action in APPLIED})
+
     def to_dict(self):
         return {
+            "host": self.host,
             "status": self.status,
             "changed": self.changed,
             "details": {
-                "namespace": self.namespace, "objects": len([c for c in self.changes if c.action != SKIPPED]),
-                "release": self.release, "previous": self.previous, "pruned": self.pruned,
-                "objects_skipped": self.objects_skipped, "phase": self.phase, "slot": self.slot,
+                "namespace": self.namespace, "objects": self.objects, "release": self.record,
+                "version": self.release, "previous": self.previous, "pruned": self.pruned,
+                "helm_hooks_skipped": self.hooks_skipped, "objects_skipped": self.objects_skipped,
+                "phase": self.phase, "slot": self.slot,
             },
+            "stages": self.stages,
             "changes": [c.to_dict() for c in self.changes],
             "counts": counts(self.changes),
             "warnings": self.warnings,
@@ -114,6 +134,7 @@ class _Plan:
     phase: str
     result: DeployResult
     selected: list
+    stages: list
     previous_objects: list
     noop: bool
     replaced: str
@@ -157,6 +178,7 @@ class Deployer:
         ``replaced`` the release recorded as replaced (default: the one in service)."""
         plan = self._plan(bundle, phase, previous_objects, replaced)
         self._check_owners(plan)  # before any write, in check mode too
+        self._check_access(plan)
         if not self.dry_run and not plan.noop:
             plan.store.prepare_record(bundle.release, bundle.objects, plan.meta)  # size check before the first write
         if self.dry_run:
@@ -173,15 +195,19 @@ class Deployer:
         phase = phase or (INSTALL if current is None else UPGRADE)
         result = DeployResult(status="pending", namespace=bundle.namespace, release=bundle.release.version,
                               previous=(current or {}).get("version", ""), phase=phase,
-                              warnings=list(bundle.warnings), slot=bundle.slot)
+                              warnings=list(bundle.warnings) + _hook_warnings(bundle), slot=bundle.slot,
+                              record=record_name(bundle.release.key, bundle.release.version),
+                              hooks_skipped=list(bundle.hooks_skipped), host=getattr(self.kube, "url", ""))
         if previous_objects is None:
             previous_objects = prune.candidates(store, current, secrets=any(is_secret(o) for o in bundle.objects),
                                                 candidate=located.get("candidate"))
         if bundle.slot:  # a candidate's deploy never prunes the stable slot's (or an un-slotted release's) workloads
             previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(bundle.objects, previous_objects)
-        return _Plan(bundle=bundle, store=store, phase=phase, result=result,
-                     selected=_select(bundle.objects, phase, result), previous_objects=previous_objects,
+        self.applier.baseline = previous_objects  # objects equal to these may need no apply (unchanged.py)
+        selected = _select(bundle.objects, phase, result)
+        return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
+                     stages=stages.plan(selected, phase), previous_objects=previous_objects,
                      noop=_same_release(current, located, bundle) and phase != ROLLBACK,
                      replaced=result.previous if replaced is None else replaced, create_ns=create_ns,
                      started=started)
@@ -205,6 +231,15 @@ class Deployer:
                              hint="add a Namespace object to the artifact, create the namespace, or set "
                                   "create_namespace: true; nothing was written")
 
+    def _check_access(self, plan):
+        """Every object of this phase may be written by these credentials (access.py), before the first write."""
+        try:
+            access.check(self.kube, self.discovery, plan.selected)
+        except ManentError as exc:
+            plan.result.status = "failed"
+            exc.partial = plan.result
+            raise
+
     def _check_owners(self, plan):
         result, key = plan.result, plan.bundle.release.key
         try:
@@ -219,15 +254,10 @@ class Deployer:
     # ------------------------------------------------------------------ write
 
     def _write(self, plan):
-        result, timings = plan.result, {}
+        result, timings = plan.result, {"apply": 0.0, "wait": 0.0}
         try:
-            t = time.monotonic()
-            self._apply_tiers(plan)
-            timings["apply"] = time.monotonic() - t
-            t = time.monotonic()
-            if self.options.wait:
-                result.waited = self._wait(plan.selected)
-            timings["wait"] = time.monotonic() - t
+            _timed(timings, "apply", self._open_release, plan)
+            self._run_stages(plan, timings)
             t = time.monotonic()
             if self.options.prune:
                 result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, result)
@@ -241,11 +271,10 @@ class Deployer:
             self._close(plan, timings)
         return result
 
-    def _apply_tiers(self, plan):
-        """Namespaces, then the record saved in history (under the lock), then the other tiers in order."""
+    def _open_release(self, plan):
+        """Namespaces (of every stage), then the record saved in history (under the lock)."""
         bundle, store, changes = plan.bundle, plan.store, plan.result.changes
-        groups = tiers(plan.selected)
-        ns_objects = [o for t, objs in groups if t == TIER_NAMESPACES for o in objs]
+        ns_objects = [o for o in plan.selected if tier_of(o) == TIER_NAMESPACES]
         if plan.create_ns:
             ns_objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
                 "name": bundle.namespace, "labels": {MANAGED_BY: MANAGER}}})
@@ -257,17 +286,41 @@ class Deployer:
             store.save_record(bundle.release, bundle.objects, plan.meta)
             plan.saved = True
             plan.result.history["written"] = True
-        for tier, objs in groups:
+
+    def _run_stages(self, plan, timings):
+        """The stages in order (stages.py); the main rollout is waited for when a post stage follows it."""
+        result = plan.result
+        post = any(stage.when == stages.POST for stage in plan.stages)
+        for stage in plan.stages:
+            wait = self.options.wait or (stage.when == stages.MAIN and post)
+            result.stages.append(stage.summary("running"))
+            try:
+                result.waited.extend(stages.run(
+                    stage, lambda objs: _timed(timings, "apply", self._apply_group, objs, result.changes),
+                    lambda objs, when=stage.when: _timed(timings, "wait", self._wait, objs, when),
+                    self.deleter, result.changes, wait=wait))
+            except ManentError:
+                result.stages[-1]["status"] = "failed"
+                raise
+            result.stages[-1]["status"] = "done"
+
+    def _apply_group(self, objects, changes):
+        """One weight group of a stage, tier by tier (Namespaces were applied first); CRDs until Established."""
+        for tier, objs in tiers(objects):
             if tier == TIER_NAMESPACES:
                 continue
             self.applier.apply_tier(objs, changes)
-            if tier == TIER_CRDS:
+            if tier == TIER_CRDS and not self.dry_run:
                 crds.wait_established(self.reader, self.discovery, objs, self.options.apply.established_timeout)
 
-    def _wait(self, objects):
-        waiting = [o for o in objects if needs_wait(o)]
-        return wait_for(waiting, self.reader.get, list_pods=lambda obj: pods_of(self.kube, obj),
-                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress)
+    def _wait(self, objects, when=stages.MAIN):
+        """Wait for the objects of a stage group that stages.waited_in selects; the pods of running Jobs are
+        remembered, so that a failed Job is explained even when its pods are gone."""
+        # each round reads all objects together: one LIST per kind and namespace (LiveReader.read_many)
+        witness = stages.PodWitness(self.reader.get, lambda obj: pods_of(self.kube, obj), self.reader.read_many)
+        return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=self.options.wait_timeout,
+                        on_progress=self.options.on_progress, select=lambda obj: stages.waited_in(obj, when),
+                        fetch_many=witness.fetch_many)
 
     def _finish_history(self, plan):
         """The release in service (or, for traffic, the candidate: in service only after manent_traffic
@@ -313,9 +366,12 @@ class Deployer:
         result, timings = plan.result, {}
         t = time.monotonic()
         checkable, skipped = self._verifiable(plan.bundle, plan.selected)
+        verifiable = {id(obj) for obj in checkable}
         try:
-            for _tier, objs in tiers(checkable):
-                self.applier.apply_tier(objs, result.changes)
+            self.applier.apply_tier([o for o in checkable if tier_of(o) == TIER_NAMESPACES], result.changes)
+            for stage in plan.stages:
+                for _weight, objs in stage.groups:
+                    self._apply_group([o for o in objs if id(o) in verifiable], result.changes)
             for obj, why in skipped:
                 result.changes.append(Change(ref(obj), SKIPPED, reason="not verifiable in check mode: %s" % why))
             result.objects_skipped = len(skipped)
@@ -376,7 +432,7 @@ class Deployer:
                            diff=self.options.apply.diff, salt=self.options.apply.salt)
 
     def rollback(self, namespace, key, to_version=None):
-        """Re-apply the stored objects of the previous release (or ``to_version``): rollback.py, SPEC §8."""
+        """Re-apply the stored objects of the previous release (or ``to_version``): rollback.py, docs/requirements.md §8."""
         return rollback.rollback(self, namespace, key, to_version=to_version)
 
 
@@ -388,6 +444,21 @@ def _select(objects, phase, result):
     result.skipped = ["%s (deploy-on: not in %s)" % (ref(o), phase) for o in skipped]
     result.changes.extend(Change(ref(o), SKIPPED, reason="deploy-on excludes %s" % phase) for o in skipped)
     return selected
+
+
+def _hook_warnings(bundle):
+    """One warning per Helm hook the renderer left out (helm_hooks: skip, or a test hook)."""
+    return ["Helm hook not applied: %s; set helm_hooks: apply to run hooks as lifecycle stages (test hooks never "
+            "apply)" % hook for hook in bundle.hooks_skipped]
+
+
+def _timed(timings, name, work, *args):
+    """``work(*args)``, its seconds added to ``timings[name]``."""
+    started = time.monotonic()
+    try:
+        return work(*args)
+    finally:
+        timings[name] = timings.get(name, 0.0) + time.monotonic() - started
 
 
 def _same_release(current, located, bundle):

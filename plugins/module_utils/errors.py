@@ -93,3 +93,69 @@ class HistoryError(ManentError):
 
 class LockedError(HistoryError):
     """Another deploy of the same release key holds the history lock."""
+
+
+# ---------------------------------------------------------------------------------------------
+# many objects failing for the same reason
+
+SHOWN_PER_REASON = 3
+_SUBJECT_SEPARATORS = (" apply failed: ", " delete failed: ", ": ")
+# what to do, by the shape of a reason shared by many objects
+_HINTS = (
+    ('namespaces "', '" not found', "create the namespace first: add it to the manifests, or set create_namespace "
+                                    "(role: deploy_create_namespace: true) for the release namespace"),
+)
+
+
+def _split(line):
+    """('Kind/ns/name', reason) of a line '<Kind/ns/name> apply failed: <reason>' (or '<subject>: <reason>')."""
+    subject, _sep, rest = line.partition(" ")
+    if "/" not in subject:
+        return None, line
+    for sep in _SUBJECT_SEPARATORS:
+        if line.startswith(subject.rstrip(":") + sep):
+            return subject.rstrip(":"), line[len(subject.rstrip(":")) + len(sep):]
+    return None, line
+
+
+def _reason_key(subject, reason):
+    """The reason with the object's own name blanked, so '"cm-1" is invalid' and '"cm-2" is invalid' group."""
+    name = subject.rsplit("/", 1)[-1]
+    return reason.replace('"%s"' % name, '"<name>"') if name else reason
+
+
+def _hint(reason):
+    for start, end, hint in _HINTS:
+        if start in reason and end in reason:
+            return hint
+    return ""
+
+
+def group_failures(lines, shown=SHOWN_PER_REASON):
+    """One line per distinct reason of per-object failure lines ('<Kind/ns/name> apply failed: <reason>'):
+    a reason shared by several objects is said once, with their count, the first ``shown`` names and what to
+    do; a reason of one object keeps its line. Order: first appearance."""
+    groups, order = {}, []
+    for line in lines:
+        subject, reason = _split(line)
+        key = _reason_key(subject, reason) if subject else line
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append((subject, line))
+    out = []
+    for key in order:
+        members = groups[key]
+        if len(members) == 1 or members[0][0] is None:
+            out.extend(line for _subject, line in members)
+            continue
+        names = [subject for subject, _line in members]
+        listed = ", ".join(names[:shown])
+        if len(names) > shown:
+            listed = "%s and %d more" % (listed, len(names) - shown)
+        text = "%d objects: %s (%s)" % (len(names), key, listed)
+        hint = _hint(key)
+        if hint:
+            text = "%s; %s" % (text, hint)
+        out.append(text)
+    return out

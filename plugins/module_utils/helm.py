@@ -33,22 +33,13 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the modules report its absence
-    yaml = None
-    HAS_YAML = False
-
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import SHA256_HEX, bare_sha256, sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.durations import format_duration, parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.lifecycle import (
     CRDS_SOURCE_ANNOTATION, CRDS_SOURCE_VALUE, HOOK_ANNOTATION, is_test_hook,
 )
-from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse
-
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if HAS_YAML else object
+from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import load_value, parse
 
 HOOK_MODES = ("skip", "apply")
 ISOLATED_PATH = "/usr/bin:/bin"
@@ -367,11 +358,7 @@ def _values_text(values_yaml):
         return _dump_json(values_yaml, "helm_values").decode("utf-8") if values_yaml else None
     if values_yaml is None or not str(values_yaml).strip():
         return None
-    try:
-        parsed = yaml.load(str(values_yaml), Loader=_SafeLoader)  # nosec - safe loader
-    except yaml.YAMLError as err:
-        raise InputError("helm_values is not valid YAML: %s" % err, subject="helm_values",
-                         hint="give a YAML mapping of chart values") from None
+    parsed = load_value(str(values_yaml), "helm_values")
     if parsed is None:
         return None
     if not isinstance(parsed, dict):
@@ -414,11 +401,7 @@ def _parse_value(value, subject):
         return value
     if not value.strip():
         return value
-    try:
-        return yaml.load(value, Loader=_SafeLoader)  # nosec - safe loader
-    except yaml.YAMLError as err:
-        raise InputError("value is not valid YAML: %s" % err, subject=subject,
-                         hint="quote strings that contain ':' or start with special characters") from None
+    return load_value(value, subject)
 
 
 def _dump_json(data, subject):

@@ -49,17 +49,21 @@ class HistoryClient:
         except passthrough:
             raise
         except ApiError as err:
-            if err.status == 403:
-                hint = ("the deploy credentials need get, list, create, update, patch and delete on configmaps "
-                        "(and on secrets for releases that contain Secrets, and to remove Helm releases) in "
-                        "namespace %s: grant them in a Role bound to this user" % self.namespace)
-            elif err.status == 404:
-                hint = "check that namespace %s exists" % self.namespace
-            elif err.transient:
-                hint = "the API server did not answer in time or is overloaded; run the deploy again"
-            else:
-                hint = err.hint or "check the object named here, then run the deploy again"
-            raise HistoryError("cannot %s: %s" % (action, err.message), subject=subject, hint=hint) from err
+            return self._history_error(err, subject, action)
+
+    def _history_error(self, err, subject, action):
+        """Raise the HistoryError of API error ``err`` (keeping the server's text, saying what to do)."""
+        if err.status == 403:
+            hint = ("the deploy credentials need get, list, create, update, patch and delete on configmaps "
+                    "(and on secrets for releases that contain Secrets, and to remove Helm releases) in "
+                    "namespace %s: grant them in a Role bound to this user" % self.namespace)
+        elif err.status == 404:
+            hint = "check that namespace %s exists" % self.namespace
+        elif err.transient:
+            hint = "the API server did not answer in time or is overloaded; run the deploy again"
+        else:
+            hint = err.hint or "check the object named here, then run the deploy again"
+        raise HistoryError("cannot %s: %s" % (action, err.message), subject=subject, hint=hint) from err
 
     def get(self, name, action="read the release history", resource="configmaps", kind="ConfigMap"):
         """The ConfigMap (or Secret), or None when it does not exist."""
@@ -70,9 +74,13 @@ class HistoryClient:
             return None
 
     def create(self, body, action, resource="configmaps", kind="ConfigMap"):
-        """POST ``body``; ConflictError passes through when an object of its name exists."""
+        """POST ``body``; ConflictError passes through when an object of its name exists.
+
+        Retried like an idempotent request (a POST whose answer was lost is sent again): every caller reads the
+        409 it may then get as "exists already" and re-reads (docs/reliability.md, Retries).
+        """
         return self.call("POST", self.path(resource=resource), self.subject(body["metadata"]["name"], kind), action,
-                         passthrough=(ConflictError,), body=body)
+                         passthrough=(ConflictError,), body=body, repeatable=True)
 
     def put(self, body, action, resource="configmaps", kind="ConfigMap"):
         """PUT ``body`` (conditioned on its resourceVersion); ConflictError passes through."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Release history codec (SPEC §8, §9): names, labels and contents of the history ConfigMaps.
+"""Release history codec (docs/requirements.md §8, §9): names, labels and contents of the history ConfigMaps.
 
 Pure functions only: nothing here talks to a cluster, and every clock reading can be injected.
 
@@ -25,14 +25,15 @@ import binascii
 import copy
 import datetime
 import gzip
-import hashlib
 import json
 import re
 import struct
 import zlib
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ANNOTATION_VERSION
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
+    ANNOTATION_VERSION, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT, LABEL_TENANT, MANAGED_BY as LABEL_MANAGED_BY, is_label_value)
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
 
 HASH_LEN = 8
@@ -98,7 +99,7 @@ LOCK_EXPIRED = "expired"
 # Retention: history needs the release in service and the one before it.
 MIN_KEEP_RELEASES = 2
 
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+RELEASE_KEY_LABELS = (LABEL_TENANT, LABEL_APPLICATION, LABEL_ARTIFACT, LABEL_ENVIRONMENT)
 _TOO_LARGE_HINT = ("split the artifact into smaller artifacts, or take large ConfigMaps/Secrets out of the "
                    "manifests (e.g. create them separately); nothing was written")
 
@@ -107,7 +108,7 @@ _TOO_LARGE_HINT = ("split the artifact into smaller artifacts, or take large Con
 
 
 def _sha_hex(text, length):
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+    return sha256_text(text)[:length]
 
 
 def key_hash(key):
@@ -184,7 +185,7 @@ def backup_name(record):
 def label_value(text):
     """A valid label value: returned as is when valid; otherwise cleaned and given a 6-hex hash suffix."""
     text = "" if text is None else str(text)
-    if len(text) <= LABEL_VALUE_MAX and _LABEL_VALUE_RE.match(text):
+    if is_label_value(text):
         return text
     cleaned = re.sub(r"[^-A-Za-z0-9_.]+", "-", text)
     cleaned = re.sub(r"^[^A-Za-z0-9]+", "", cleaned)
@@ -531,6 +532,62 @@ def decode_record(cm):
         raise HistoryError("record format %r is newer than this manent understands" % meta["format"],
                            subject=subject, hint="upgrade the manent.kubernetes collection")
     return meta, _unpack_objects(cm, data, subject)
+
+
+def check_record(cm, key, objects, own_namespace=True):
+    """Refuse a record ConfigMap that was tampered with (HistoryError naming the record and what is wrong):
+    ``cm`` must be the record of release key ``key`` (its name, labels and version agree), its fields
+    well-formed, and ``objects`` (as decoded) Kubernetes objects of this release. With ``own_namespace``
+    (rollback, audit) every namespaced object must be in the record's namespace: history is writable by anyone
+    who may edit ConfigMaps there, and must not become a way to write elsewhere with the deploy's rights."""
+    subject = _cm_subject(cm)
+    hint = "the record was changed outside manent; delete it (or restore it from a backup) and deploy again"
+    meta = record_meta(cm)
+    metadata = cm.get("metadata") or {}
+    namespace = meta["namespace"]
+    for field in RECORD_FIELDS:
+        value = (cm.get("data") or {}).get(field)
+        if value is not None and not isinstance(value, str):
+            raise HistoryError("record field %s is not a string" % field, subject=subject, hint=hint)
+    if meta["status"] and meta["status"] not in STATUSES:
+        raise HistoryError("unknown release status %r" % meta["status"], subject=subject, hint=hint)
+    if not meta["version"] or meta["name"] != record_name(key, meta["version"]):
+        raise HistoryError("the record claims version %r, whose record name is %s, not %s"
+                           % (meta["version"], record_name(key, meta["version"] or "?"), meta["name"]),
+                           subject=subject, hint=hint)
+    labels = metadata.get("labels") or {}
+    expected = history_labels(key, HISTORY_RECORD, meta["version"])
+    wrong = sorted(name for name, value in expected.items() if labels.get(name) != value)
+    if wrong:
+        raise HistoryError("the record's labels name another release (%s: %s instead of %s)"
+                           % (wrong[0], labels.get(wrong[0]), expected[wrong[0]]), subject=subject, hint=hint)
+    for index, obj in enumerate(objects):
+        _check_stored_object(obj, index, key, namespace if own_namespace else "", subject, hint)
+
+
+def _check_stored_object(obj, index, key, namespace, subject, hint):
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not all(isinstance(value, str) and value for value in
+                                             (obj.get("apiVersion"), obj.get("kind"), meta.get("name"))):
+        raise HistoryError("saved object #%d is not a Kubernetes object (apiVersion, kind and metadata.name)"
+                           % index, subject=subject, hint=hint)
+    where = meta.get("namespace")
+    if where is not None and not isinstance(where, str):
+        raise HistoryError("saved object %s has a namespace that is not a string" % ref(obj), subject=subject,
+                           hint=hint)
+    if namespace and where and where != namespace:
+        raise HistoryError("saved object %s is outside the release namespace %s" % (ref(obj), namespace),
+                           subject=subject, hint=hint + "; a release whose objects span namespaces is restored by "
+                                                        "deploying its artifact again")
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise HistoryError("saved object %s has labels that are not a mapping" % ref(obj), subject=subject, hint=hint)
+    claimed = {name: labels.get(name) for name in key.labels()}
+    if claimed.get(LABEL_MANAGED_BY) == key.labels()[LABEL_MANAGED_BY] and \
+            any(value is not None and value != key.labels()[name] for name, value in claimed.items()):
+        other = "/".join(str(claimed.get(name) or "") for name in RELEASE_KEY_LABELS)
+        raise HistoryError("saved object %s belongs to another release (%s), not %s"
+                           % (ref(obj), other, key.describe()), subject=subject, hint=hint)
 
 
 def set_status(cm, status, **fields):

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release records: one ConfigMap per release (and its companion Secret when the release has Secrets).
 
-Saving, reading, marking their status, and putting a release in service (promote) or next to it as the
+Saving, reading (each record checked against tampering: :func:`history_codec.check_record`), marking their
+status, and putting a release in service (promote) or next to it as the
 traffic candidate, which also moves the locator's pointer (under the lock, see :mod:`history_locator`).
 """
 
@@ -143,6 +144,7 @@ class Records:
                                % (self.client.namespace, codec.history_selector(self.client.key,
                                                                                 codec.HISTORY_RECORD)))
         meta, objects = codec.decode_record(cm)
+        codec.check_record(cm, self.client.key, objects)  # tampered records stop rollback and audit here
         if meta["version"] and meta["version"] != str(version):
             raise HistoryError("the record holds version %s, not %s" % (meta["version"], version),
                                subject=self.client.subject(name), hint="the record was edited by hand; delete it")
@@ -162,6 +164,8 @@ class Records:
                                subject=self.client.subject(current["record"]),
                                hint="it cannot be rolled back to; deploy a known good version instead")
         objects = codec.decode_record(cm)[1]
+        # What the next deploy may prune or carry over: the same checks, but a release may span namespaces.
+        codec.check_record(cm, self.client.key, objects, own_namespace=False)
         if secrets:
             return self.companions.restore(cm, objects, "read the Secrets of the release in service")
         return objects

@@ -1,15 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rewrite of stored apiVersions (like helm mapkubeapis): map the objects kept in the records to the
-apiVersions the cluster serves, where the move is a pure rename, keeping a backup of each changed record."""
+"""Rewrite of stored apiVersions (like helm mapkubeapis, and beyond it): the objects kept in the records are
+renamed or converted to the apiVersions the cluster serves, and kinds without replacement dropped on request
+(:mod:`apiconvert`), keeping a backup of each changed record."""
 
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
-from ansible_collections.manent.kubernetes.plugins.module_utils.apiversions import map_for_cluster
+from ansible_collections.manent.kubernetes.plugins.module_utils.apiconvert import DROP, converter_for
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ConflictError, HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
 
 ACTION_REWRITTEN = "rewritten"
 ACTION_WOULD_REWRITE = "would-rewrite"
@@ -25,28 +27,30 @@ class ApiVersionRewrite:
         self.client = client
         self.migration = migration
 
-    def run(self, served_fn, dry_run=False):
-        """Map stored objects to served apiVersions where the move is a pure rename (like helm mapkubeapis).
+    def run(self, cluster, dry_run=False):
+        """Rename or convert stored objects to served apiVersions, dropping kinds without replacement on request.
 
-        ``served_fn(api_version, kind) -> bool`` answers from discovery. Returns one entry per record that
-        needs something: ``{record, version, action (rewritten|would-rewrite|error), changes, errors,
-        backup}``. A record with any object that cannot be mapped is left unchanged. Before a record is
+        ``cluster`` is an :class:`apiconvert.Converter` (discovery, the user's mappings, drop_removed) or just
+        ``served_fn(api_version, kind) -> bool``. Returns one entry per record that needs something:
+        ``{record, version, action (rewritten|would-rewrite|error), changes, dropped, errors, backup}``.
+        A record with any object that cannot be used is left unchanged. Before a record is
         changed its original content is copied to ``<record>-bak`` (kept if it already exists, so it holds
         the oldest original). A second run finds nothing to rewrite.
         """
         if not dry_run:
             self.migration.migrate()  # records of the earlier format: their Secrets leave the ConfigMap first
         report = []
+        converter = converter_for(cluster)
         for cm in sorted(self.client.history(), key=lambda item: item["metadata"]["name"]):
-            entry = self._rewrite_one(cm, served_fn, dry_run)
+            entry = self._rewrite_one(cm, converter, dry_run)
             if entry:
                 report.append(entry)
         return report
 
-    def _rewrite_one(self, cm, served_fn, dry_run):
+    def _rewrite_one(self, cm, converter, dry_run):
         name = cm["metadata"]["name"]
         entry = {"record": name, "version": codec.record_meta(cm)["version"], "action": ACTION_ERROR,
-                 "changes": [], "errors": [], "backup": ""}
+                 "changes": [], "dropped": [], "errors": [], "backup": ""}
         if not dry_run and codec.needs_migration(cm):
             entry["errors"].append("its Secrets could not be moved out of the ConfigMap (see the warnings)")
             return entry
@@ -55,7 +59,7 @@ class ApiVersionRewrite:
         except HistoryError as err:
             entry["errors"].append(str(err))
             return entry
-        mapped = _map_objects(objects, served_fn, entry)
+        mapped = _map_objects(objects, converter, entry)
         if entry["errors"]:
             return entry
         if not entry["changes"]:
@@ -65,7 +69,10 @@ class ApiVersionRewrite:
             entry["action"] = ACTION_WOULD_REWRITE
             return entry
         subject = codec.release_subject(Release(self.client.key, meta["version"]))
-        self._write(cm, codec.with_objects(cm, mapped, subject))
+        rewritten = codec.with_objects(cm, mapped, subject)
+        if entry["dropped"]:
+            rewritten["data"]["objectCount"] = str(len(mapped))
+        self._write(cm, rewritten)
         entry["action"] = ACTION_REWRITTEN
         return entry
 
@@ -88,30 +95,36 @@ class ApiVersionRewrite:
                                      % (self.client.subject(body["metadata"]["name"]), cm["metadata"]["name"]))
 
 
-def _map_objects(objects, served_fn, entry):
-    """``objects`` mapped to served apiVersions; each change and each error noted in ``entry``."""
+def _map_objects(objects, converter, entry):
+    """``objects`` as ``converter`` makes them usable (dropped ones left out); each change, drop and error noted in
+    ``entry``."""
     mapped = []
     for obj in objects:
         try:
-            new_obj, note = map_for_cluster(obj, served_fn)
+            outcome = converter.convert(obj)
         except InputError as err:
             entry["errors"].append(str(err))
-            new_obj, note = obj, None
-        if note:
-            entry["changes"].append(note)
-        mapped.append(new_obj)
+            mapped.append(obj)
+            continue
+        if outcome.note:
+            entry["changes"].append(outcome.note)
+        if outcome.action == DROP:
+            entry["dropped"].append(ref(obj))
+        else:
+            mapped.append(outcome.obj)
     return mapped
 
 
-def rewrite_locked(store, served_fn, dry_run=False, break_lock=False):
+def rewrite_locked(store, cluster, dry_run=False, break_lock=False):
     """The rewrite as ``manent_history`` runs it: holding the history lock of ``store`` (a HistoryStore), or
-    without lock and without writing anything in check mode. Returns ``(findings, changed)``."""
+    without lock and without writing anything in check mode. ``cluster``: see :meth:`ApiVersionRewrite.run`.
+    Returns ``(findings, changed)``."""
     if dry_run:
-        findings = store.rewrite_api_versions(served_fn, dry_run=True)
+        findings = store.rewrite_api_versions(cluster, dry_run=True)
     else:
         store.acquire(break_lock=break_lock)
         try:
-            findings = store.rewrite_api_versions(served_fn)
+            findings = store.rewrite_api_versions(cluster)
         finally:
             store.release_lock()
     return findings, any(entry.get("action") in CHANGING_ACTIONS for entry in findings)

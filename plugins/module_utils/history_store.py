@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Release history on the cluster (SPEC §8): the one entry to the history of a release key.
+"""Release history on the cluster (docs/requirements.md §8): the one entry to the history of a release key.
 
 :class:`HistoryStore` composes the parts, each in its own file:
 
@@ -135,9 +135,9 @@ class HistoryStore:
         """Move the Secrets of earlier-format records out of the ConfigMaps (holding the lock); returns names."""
         return self._migration.migrate()
 
-    def rewrite_api_versions(self, served_fn, dry_run=False):
-        """Map stored objects to served apiVersions (pure renames), backing records up; returns the report."""
-        return self._rewrite.run(served_fn, dry_run=dry_run)
+    def rewrite_api_versions(self, convert, dry_run=False):
+        """Convert stored objects to served apiVersions (apiconvert.py), backing records up; returns the report."""
+        return self._rewrite.run(convert, dry_run=dry_run)
 
     def delete_helm_release_secrets(self, release_name):
         """Delete Helm's release Secrets of ``release_name`` in this namespace; returns their names."""

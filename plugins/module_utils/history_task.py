@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.apiconvert import Converter
+from ansible_collections.manent.kubernetes.plugins.module_utils.apimappings import load_mappings
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
@@ -22,6 +24,8 @@ HISTORY_SPEC = {
     "wait_timeout": {"type": "str", "default": "5m"},
     "keep_releases": {"type": "int", "default": 5},
     "break_lock": {"type": "bool", "default": False},
+    "api_mappings": {"type": "path"},
+    "drop_removed": {"type": "bool", "default": False},
 }
 
 
@@ -37,14 +41,23 @@ def deploy_options(params, check_mode, diff):
         keep_releases=codec.check_keep_releases(params["keep_releases"]), break_lock=params["break_lock"])
 
 
-def operate(store, discovery, kube, operation, check_mode=False, break_lock=False):
+def converter(params, discovery):
+    """How stored objects become usable on the cluster of ``discovery`` (rewrite, rollback, audit): the mapping file
+    of ``api_mappings`` (read before anything is changed; InputError names the file and entry) and
+    ``drop_removed``."""
+    return Converter(discovery.served, mappings=load_mappings(params.get("api_mappings")),
+                     drop_removed=bool(params.get("drop_removed")))
+
+
+def operate(store, discovery, kube, operation, check_mode=False, break_lock=False, convert=None):
     """The result of ``operation`` (list, audit, rewrite or unlock) on ``store`` (a HistoryStore): ``changed``,
-    plus ``findings`` (audit, rewrite) or ``unlocked`` (unlock, the holder of the removed lock)."""
+    plus ``findings`` (audit, rewrite) or ``unlocked`` (unlock, the holder of the removed lock). ``convert`` (a
+    :class:`apiconvert.Converter`, default: discovery alone) is what audit and rewrite use."""
     out = {"changed": False}
     if operation == "audit":
-        out["findings"] = audit(store, discovery, kube.version()[:2])
+        out["findings"] = audit(store, discovery, kube.version()[:2], convert)
     elif operation == "rewrite":
-        out["findings"], out["changed"] = rewrite_locked(store, discovery.served, dry_run=check_mode,
+        out["findings"], out["changed"] = rewrite_locked(store, convert or discovery.served, dry_run=check_mode,
                                                          break_lock=break_lock)
     elif operation == "unlock":
         holder = store.unlock(dry_run=check_mode)

@@ -2,7 +2,7 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release identity: who a deploy is (tenant, application, artifact, environment, version, deployment id)
-and the labels and annotations it stamps on every object (SPEC §7 step 2).
+and the labels and annotations it stamps on every object (docs/requirements.md §7 step 2).
 
 A *release key* (tenant, application, artifact, environment) owns one history; the version and the
 deployment id tell releases of the same key apart. A live object belongs to the release key its labels

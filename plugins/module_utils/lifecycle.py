@@ -18,9 +18,16 @@ spellings are set they must agree. Values are trimmed; lists are comma separated
 |                              |                               | release otherwise         | being absent              |
 +------------------------------+-------------------------------+---------------------------+---------------------------+
 | werf.io/deploy-on            | install, upgrade, rollback,   | install,upgrade,rollback; | phases in which the object|
-| manent.io/deploy-on          | their pre-/post- forms        | Helm hooks: the install/  | is applied; pre-X/post-X  |
-|                              | (aliases), uninstall and its  | upgrade/rollback events   | mean X; uninstall forms   |
-|                              | pre-/post- forms              | of helm.sh/hook           | never apply (no uninstall)|
+| manent.io/deploy-on          | their pre-/post- forms,       | Helm hooks: the install/  | is applied; pre-X/post-X: |
+|                              | uninstall and its pre-/post-  | upgrade/rollback events   | in X, in the stage before/|
+|                              | forms                         | of helm.sh/hook           | after the main objects    |
+|                              |                               |                           | (stages.py); uninstall    |
+|                              |                               |                           | forms never apply         |
++------------------------------+-------------------------------+---------------------------+---------------------------+
+| werf.io/weight               | an integer (may be negative)  | helm.sh/hook-weight, else | order inside a stage:     |
+| manent.io/weight             |                               | 0                         | ascending groups of equal |
+| helm.sh/hook-weight          |                               |                           | weight                    |
+| (werf.io/manent.io win)      |                               |                           |                           |
 +------------------------------+-------------------------------+---------------------------+---------------------------+
 | werf.io/delete-policy        | before-creation,              | Helm hooks:               | before-creation: recreate |
 | manent.io/delete-policy      | before-creation-if-immutable, | before-creation (Helm's   | on every deploy; ...-if-  |
@@ -55,6 +62,7 @@ PREFIXES = ("werf.io/", "manent.io/")
 RESOURCE_POLICY_ANNOTATION = "helm.sh/resource-policy"
 HOOK_ANNOTATION = "helm.sh/hook"
 HOOK_DELETE_POLICY_ANNOTATION = "helm.sh/hook-delete-policy"
+HOOK_WEIGHT_ANNOTATION = "helm.sh/hook-weight"
 CRDS_SOURCE_ANNOTATION = "manent.io/source"
 CRDS_SOURCE_VALUE = "crds"
 
@@ -62,6 +70,7 @@ OWNERSHIP = "ownership"
 DEPLOY_ON = "deploy-on"
 DELETE_POLICY = "delete-policy"
 DELETE_PROPAGATION = "delete-propagation"
+WEIGHT = "weight"
 
 OWNERSHIP_RELEASE = "release"
 OWNERSHIP_ANYONE = "anyone"
@@ -71,6 +80,10 @@ UPGRADE = "upgrade"
 ROLLBACK = "rollback"
 PHASES = (INSTALL, UPGRADE, ROLLBACK)
 ALL_PHASES = frozenset(PHASES)
+
+# Stages of a phase: before the main objects, the main objects, after the main rollout (stages.py runs them).
+PRE, MAIN, POST = "pre", "main", "post"
+STAGES = (PRE, MAIN, POST)
 
 BEFORE_CREATION = "before-creation"
 BEFORE_CREATION_IF_IMMUTABLE = "before-creation-if-immutable"
@@ -86,21 +99,21 @@ _DELETE_POLICY_ALIASES = {
 PROPAGATIONS = ("Foreground", "Background", "Orphan")
 DEFAULT_PROPAGATION = "Foreground"
 
-# Nelm's twelve deploy-on values -> manent phase (None: accepted, never applied).
+# Nelm's twelve deploy-on values -> (manent phase, stage) (None: accepted, never applied).
 _DEPLOY_ON_VALUES = {}
 for _phase in PHASES + ("uninstall",):
-    for _form in ("pre-%s", "%s", "post-%s"):
-        _DEPLOY_ON_VALUES[_form % _phase] = _phase if _phase in PHASES else None
+    for _form, _stage in (("pre-%s", PRE), ("%s", MAIN), ("post-%s", POST)):
+        _DEPLOY_ON_VALUES[_form % _phase] = (_phase, _stage) if _phase in PHASES else None
 
 # helm.sh/hook test events ("test-success" and "test-failure" are Helm 2's spellings): a hook with one of them is
 # never applied, whatever its other events (see is_test_hook).
 TEST_HOOK_EVENTS = frozenset(("test", "test-success", "test-failure"))
 
-# helm.sh/hook events -> manent phase (delete and test events never apply).
+# helm.sh/hook events -> (manent phase, stage) (delete and test events never apply).
 _HOOK_EVENTS = {
-    "pre-install": INSTALL, "post-install": INSTALL,
-    "pre-upgrade": UPGRADE, "post-upgrade": UPGRADE,
-    "pre-rollback": ROLLBACK, "post-rollback": ROLLBACK,
+    "pre-install": (INSTALL, PRE), "post-install": (INSTALL, POST),
+    "pre-upgrade": (UPGRADE, PRE), "post-upgrade": (UPGRADE, POST),
+    "pre-rollback": (ROLLBACK, PRE), "post-rollback": (ROLLBACK, POST),
     "pre-delete": None, "post-delete": None, "crd-install": None,
     **dict.fromkeys(TEST_HOOK_EVENTS),
 }
@@ -182,22 +195,33 @@ def deploy_on(obj):
     werf.io/manent.io deploy-on wins; for Helm hooks without it, the install/upgrade/rollback events of
     helm.sh/hook; otherwise all three. Uninstall values are accepted and never apply.
     """
+    return frozenset(phase for phase, _stage in deploy_on_stages(obj))
+
+
+def deploy_on_stages(obj):
+    """The (phase, stage) pairs in which obj is applied: ``pre-upgrade`` is (upgrade, pre), ``upgrade``
+    (upgrade, main), ``post-upgrade`` (upgrade, post); Helm hook events map the same way."""
     key, value = _annotation(obj, DEPLOY_ON)
     if key is None:
         if is_hook(obj):
             return frozenset(_HOOK_EVENTS[e] for e in hook_events(obj) if _HOOK_EVENTS.get(e))
-        return ALL_PHASES
+        return frozenset((phase, MAIN) for phase in PHASES)
     items = [item.lower() for item in _split(value)]
     if not items:
         raise InputError("annotation %s is empty: the object would never be applied" % key, subject=ref(obj),
                          hint="remove the annotation or list phases, e.g. install,upgrade,rollback")
-    phases = set()
+    pairs = set()
     for item in items:
         if item not in _DEPLOY_ON_VALUES:
             raise _invalid(obj, key, item, sorted(_DEPLOY_ON_VALUES))
         if _DEPLOY_ON_VALUES[item]:
-            phases.add(_DEPLOY_ON_VALUES[item])
-    return frozenset(phases)
+            pairs.add(_DEPLOY_ON_VALUES[item])
+    return frozenset(pairs)
+
+
+def stages_in(obj, phase):
+    """The stages (PRE, MAIN, POST) in which obj is applied in ``phase``; empty when it is not applied."""
+    return frozenset(stage for p, stage in deploy_on_stages(obj) if p == phase)
 
 
 def applies_in(obj, phase):
@@ -205,6 +229,22 @@ def applies_in(obj, phase):
     if phase not in PHASES:
         raise ValueError("phase must be one of %s, not %r" % (", ".join(PHASES), phase))
     return phase in deploy_on(obj)
+
+
+def weight(obj):
+    """The order of obj inside its stage (an int, default 0): werf.io/manent.io weight wins over
+    helm.sh/hook-weight. Objects of equal weight are applied together, lower weights first."""
+    key, value = _annotation(obj, WEIGHT)
+    if key is None:
+        raw = annotations_of(obj).get(HOOK_WEIGHT_ANNOTATION)
+        if raw is None or not str(raw).strip():
+            return 0
+        key, value = HOOK_WEIGHT_ANNOTATION, raw
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise InputError("annotation %s has invalid value %r: not an integer" % (key, value), subject=ref(obj),
+                         hint="write a whole number such as -5, 0 or 10 (quoted in YAML)") from None
 
 
 def delete_policies(obj):
@@ -271,7 +311,7 @@ def lint(obj):
     """Warnings about obj's lifecycle annotations: invalid values, and valid but risky combinations."""
     subject = ref(obj)
     warnings = []
-    for read in (ownership, deploy_on, delete_policies, delete_propagation):
+    for read in (ownership, deploy_on, delete_policies, delete_propagation, weight):
         try:
             read(obj)
         except InputError as err:
@@ -283,9 +323,11 @@ def lint(obj):
         warnings.append("%s: deploy-on names no install, upgrade or rollback phase: manent never applies it"
                         % subject)
     elif UPGRADE not in phases and ownership(obj) == OWNERSHIP_RELEASE and not resource_policy_keep(obj):
-        warnings.append("%s: deployed on %s only, but owned by the release (ownership release): it is not "
-                        "rendered on the next upgrade, so prune will delete it then; add %s%s: anyone"
-                        % (subject, ",".join(p for p in PHASES if p in phases), _spelling(obj), OWNERSHIP))
+        warnings.append("%s: deployed on %s only: upgrades leave the live object as it is (later changes to it "
+                        "are never applied) and do not delete it while it stays in the artifact; once it leaves "
+                        "the artifact, prune deletes it, as every object owned by the release; add %s%s: anyone "
+                        "to keep it then too" % (subject, ",".join(p for p in PHASES if p in phases),
+                                                 _spelling(obj), OWNERSHIP))
     return warnings
 
 

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading live objects: one object by its served path (:meth:`LiveReader.get`), and the live copies of many
 objects before anything is written (:meth:`LiveReader.read_live`: one GET each, or one metadata-only LIST per
-kind and namespace holding many of them)."""
+kind and namespace holding many of them), and full objects of many kinds at once for the rollout wait
+(:meth:`LiveReader.read_many`: one LIST per kind and namespace)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,47 @@ class LiveReader:
                 raise exc
             out.update(found)
         return out
+
+    def read_many(self, objects):
+        """``{key_of(obj): live}`` of ``objects`` (those that do not exist are absent), full objects: one paged
+        LIST per kind and namespace holding two or more of them (a LIST the credentials may not do falls back
+        to GETs), one GET otherwise. Errors are raised as :meth:`get` raises them."""
+        groups = {}
+        for obj in objects:
+            groups.setdefault((obj["apiVersion"], obj["kind"], namespace_of(obj)), []).append(obj)
+        out = {}
+        for members in groups.values():
+            if len(members) > 1:
+                try:
+                    out.update(self._list_full(members))
+                    continue
+                except ApiError as exc:
+                    if exc.status != 403:
+                        raise
+            for obj in members:
+                live = self.get(obj)
+                if live is not None:
+                    out[key_of(obj)] = live
+        return out
+
+    def _list_full(self, members):
+        by_name = {name_of(obj): key_of(obj) for obj in members}
+        path = self.path(members[0], with_name=False)
+        subject = "/".join(p for p in (members[0]["kind"], namespace_of(members[0])) if p)
+        query = {"limit": str(LIST_PAGE)}
+        out = {}
+        while True:
+            page = self.kube.request("GET", path, query=query, subject=subject).data or {}
+            for item in page.get("items") or []:
+                key = by_name.get((item.get("metadata") or {}).get("name"))
+                if key is not None:
+                    item.setdefault("apiVersion", members[0]["apiVersion"])
+                    item.setdefault("kind", members[0]["kind"])
+                    out[key] = item
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return out
+            query["continue"] = token
 
     def _get_live(self, members, _selector=None):
         out = {}

@@ -8,8 +8,11 @@
   (``MAX_ALIAS_NODES``): a "billion laughs" document fails at once instead of exhausting memory.
   Objects built with aliases are copied so that no two places share one Python object (adding a
   label to ``metadata.labels`` must not change a selector that was written as ``*labels``).
-  Timestamps stay strings, as with kubectl. Duplicate keys: the last one wins, as with kubectl.
-- JSON: one object, or a stream of objects. Text that starts with ``{`` or ``[`` is read as JSON;
+  Timestamps stay strings, as with kubectl. A key written twice in one mapping is an error naming both
+  lines (kubectl refuses it too; silently keeping one of them hides a mistake). A document larger than
+  ``MAX_DOCUMENT_BYTES`` is refused (the API server would refuse the object anyway, maybe after others
+  were written).
+- JSON: one object, or a stream of objects; nesting is bounded as for YAML. Text that starts with ``{`` or ``[`` is read as JSON;
   if that fails, a ``.json`` file reports the JSON error and any other file is read as YAML.
 - A ``List`` (or any ``*List`` kind) with ``items`` is flattened into its items.
 - Empty and null documents are skipped.
@@ -21,6 +24,7 @@ file, the 1-based document number and the line where the document starts.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 try:
@@ -30,11 +34,13 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core; the mo
     yaml = None
     HAS_YAML = False
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
 
 MAX_ALIAS_NODES = 100000
 MAX_DEPTH = 200
+# etcd's default request limit: a larger object can never be stored.
+MAX_DOCUMENT_BYTES = 1536 * 1024
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if HAS_YAML else object
 
@@ -130,7 +136,52 @@ class _IterativeComposer:  # pylint: disable=no-member  # a mixin: the parser an
 
 
 class ManifestLoader(_IterativeComposer, _BaseLoader):  # pylint: disable=too-many-ancestors
-    """Safe loader with a bounded composer; timestamps stay strings (like kubectl)."""
+    """Safe loader with a bounded composer; timestamps stay strings (like kubectl); duplicate keys fail."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            _check_duplicate_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_duplicate_keys(node):
+    seen = {}
+    for key_node, _value in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = (key_node.tag, key_node.value)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, "duplicate key %r (first at line %d)" % (key_node.value, seen[key] + 1),
+                key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+
+
+def load_value(text, subject, max_alias_nodes=MAX_ALIAS_NODES):
+    """One YAML value (a parameter, not a manifest) read with the bounded loader: aliases, nesting and duplicate
+    keys are limited as in manifests. Raises InputError naming ``subject``."""
+    loader = ManifestLoader(text)
+    loader.max_alias_nodes = max_alias_nodes
+    try:
+        if not loader.check_node():
+            return None
+        node = loader.get_node()
+        if loader.check_node():
+            raise InputError("holds more than one YAML document", subject=subject, hint="give one value")
+        return loader.construct_document(node)
+    except ExpansionError as err:
+        raise InputError(str(err), subject=subject, hint="write the value out instead of repeating aliases") from None
+    except yaml.YAMLError as err:
+        raise InputError("is not valid YAML: %s" % _one_line(err), subject=subject,
+                         hint="quote strings that contain ':' or start with special characters") from None
+    except RecursionError:
+        raise InputError("is nested too deep", subject=subject, hint="values do not nest this deep") from None
+    finally:
+        loader.dispose()
+
+
+def _one_line(err):
+    return " ".join(str(err).split())
 
 
 if HAS_YAML:
@@ -190,6 +241,7 @@ def _parse_yaml(text, filename, max_alias_nodes):
                     break
                 node = loader.get_node()
                 number += 1
+                _check_size(node.end_mark.index - node.start_mark.index, filename, number, node.start_mark.line + 1)
                 obj = loader.construct_document(node)
             except ExpansionError as err:
                 raise RenderError(str(err), subject="%s#%d" % (filename, number + 1),
@@ -250,6 +302,31 @@ def _unshare(obj):
     return obj
 
 
+def _check_size(size, filename, number, line):
+    if size > MAX_DOCUMENT_BYTES:
+        raise RenderError("the document takes %d bytes, above the limit of %d bytes per object"
+                          % (size, MAX_DOCUMENT_BYTES), subject=source_of(filename, number, line),
+                          hint="the API server cannot store an object this large; split the data (e.g. several "
+                               "ConfigMaps) or mount it from a volume")
+
+
+def _deeper_than(obj, limit):
+    """Whether ``obj`` nests more than ``limit`` mappings/lists (iterative: no recursion on hostile input)."""
+    stack = [(obj, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 # --- JSON ---------------------------------------------------------------------------------------
 
 class _JsonFailed(Exception):
@@ -275,6 +352,7 @@ def _parse_json(text, filename):
             break
         number += 1
         line = text.count("\n", 0, index) + 1
+        start = index
         try:
             obj, index = decoder.raw_decode(text, index)
         except json.JSONDecodeError as err:
@@ -284,6 +362,11 @@ def _parse_json(text, filename):
         except (ValueError, RecursionError) as err:
             raise _JsonFailed(RenderError("invalid JSON: %s" % err, subject="%s#%d" % (filename, number),
                                           hint="fix the manifest and publish a new artifact")) from None
+        _check_size(index - start, filename, number, line)
+        if _deeper_than(obj, MAX_DEPTH):
+            raise _JsonFailed(RenderError("JSON nesting deeper than %d levels" % MAX_DEPTH,
+                                          subject=source_of(filename, number, line),
+                                          hint="manifests do not nest this deep; check the file"))
         if obj is None:
             continue
         if not isinstance(obj, dict):
@@ -354,6 +437,93 @@ def validate_object(obj, source):
                               subject=subject, hint="quote it in the manifest")
     for field in ("labels", "annotations"):
         _check_string_map(meta.get(field), "metadata.%s" % field, subject)
+    _check_names(obj, meta, subject)
+
+
+# --- names the API server would refuse (checked before the first write) ------------------------
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_VERSION = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+# Kinds whose names are DNS-1123 labels (no dots, at most 63 characters).
+LABEL_NAMED_KINDS = ("Namespace", "Service")
+# Kinds whose names only need to be valid path segments (e.g. ClusterRole system:aggregate-to-edit).
+PATH_NAMED_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+
+
+def _check_names(obj, meta, subject):
+    kind, api_version = obj["kind"], obj["apiVersion"]
+    if len(kind) > 63 or not _KIND.fullmatch(kind):
+        raise RenderError("kind %r is not a valid kind" % kind, subject=subject,
+                          hint="kinds are CamelCase words of letters and digits, e.g. Deployment")
+    group, _sep, version = api_version.rpartition("/")
+    if (group and (len(group) > 253 or not _DNS_SUBDOMAIN.fullmatch(group))) or not _VERSION.fullmatch(version):
+        raise RenderError("apiVersion %r is not valid" % api_version, subject=subject,
+                          hint="write <group>/<version> (e.g. apps/v1) or v1 for the core group")
+    name = meta["name"]
+    if kind in PATH_NAMED_KINDS and api_version.startswith("rbac.authorization.k8s.io/"):
+        problem = _path_segment_problem(name)
+        rule = "a name without '/' or '%'"
+    elif kind in LABEL_NAMED_KINDS and api_version == "v1":
+        problem = _pattern_problem(name, _DNS_LABEL, 63)
+        rule = "at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"
+    else:
+        problem = _pattern_problem(name, _DNS_SUBDOMAIN, 253)
+        rule = "at most 253 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+    if problem:
+        raise RenderError("metadata.name %r is not a valid %s name: %s" % (name, kind, problem), subject=subject,
+                          hint="use %s" % rule)
+    namespace = meta.get("namespace")
+    if namespace:
+        problem = _pattern_problem(namespace, _DNS_LABEL, 63)
+        if problem:
+            raise RenderError("metadata.namespace %r is not a valid namespace: %s" % (namespace, problem),
+                              subject=subject, hint="use at most 63 lower-case letters, digits and '-', starting "
+                                                    "and ending with a letter or digit")
+    for field in ("labels", "annotations"):
+        for key in meta.get(field) or {}:
+            problem = qualified_name_problem(key)
+            if problem:
+                raise RenderError("metadata.%s key %r is not valid: %s" % (field, key, problem), subject=subject,
+                                  hint="keys are [prefix/]name: the prefix a DNS subdomain, the name at most 63 "
+                                       "letters, digits, '-', '_' or '.', starting and ending with a letter or digit")
+    for key, value in (meta.get("labels") or {}).items():
+        if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+            raise RenderError("metadata.labels.%s value %r is not a valid label value" % (key, value),
+                              subject=subject, hint="label values are at most 63 letters, digits, '-', '_' or '.', "
+                                                    "starting and ending with a letter or digit (or empty)")
+
+
+def _pattern_problem(text, pattern, limit):
+    if not text:
+        return "it is empty"
+    if len(text) > limit:
+        return "longer than %d characters" % limit
+    if not pattern.fullmatch(text):
+        return "it contains characters or a form that are not allowed"
+    return ""
+
+
+def _path_segment_problem(name):
+    if name in (".", ".."):
+        return "it may not be %r" % name
+    for char in ("/", "%"):
+        if char in name:
+            return "it may not contain %r" % char
+    return ""
+
+
+def qualified_name_problem(key):
+    """Why ``key`` is not a valid label/annotation key ('' when it is)."""
+    prefix, _sep, name = key.rpartition("/")
+    if _sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return "the prefix %r is not a DNS subdomain" % prefix
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
+        return "the name part %r is not valid" % name
+    return ""
 
 
 def _check_string_map(value, path, subject):

@@ -61,7 +61,18 @@ def connection(params):
         server=params["api_server"], port=params["port"], token=params.get("token") or "",
         client_cert=params.get("client_cert") or "", client_key=params.get("client_key") or "",
         ca=params.get("ca") or "", ca_file=params.get("ca_file") or "",
-        insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"])
+        insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"],
+        retry_time=retry_time(params))
+
+
+def retry_time(params):
+    """How long one request may keep retrying an API server that went away: at most the run's wait_timeout."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
+    default = ConnectionOptions.retry_time
+    try:
+        return min(default, parse_duration(params["wait_timeout"])) if params.get("wait_timeout") else default
+    except ManentError:
+        return default  # the module reports the unreadable wait_timeout itself
 
 
 def open_cluster(params):
@@ -79,8 +90,21 @@ def release(params, version, deployment=""):
     return Release(release_key(params), version=version, deployment=deployment or "")
 
 
+INSECURE_WARNING = ("TLS verification of the API server %s is turned off (insecure_skip_tls_verify): anyone on the "
+                    "network path can read the credentials and change what is deployed; give the cluster CA (ca / "
+                    "ca_file) instead, and keep this for development clusters only")
+
+
+def warn_insecure(module):
+    """The warning every run with ``insecure_skip_tls_verify`` gets (exit_result and fail call it)."""
+    params = getattr(module, "params", None) or {}
+    if params.get("insecure_skip_tls_verify"):
+        module.warn(INSECURE_WARNING % params.get("api_server", ""))
+
+
 def exit_result(module, out):
     """exit_json with the engine's warnings sent as Ansible warnings (not as a result key)."""
+    warn_insecure(module)
     for warning in out.pop("warnings", None) or []:
         module.warn(warning)
     module.exit_json(**out)
@@ -88,6 +112,7 @@ def exit_result(module, out):
 
 def fail(module, exc, **result):
     """fail_json from an engine error, keeping its partial result."""
+    warn_insecure(module)
     partial = getattr(exc, "partial", None)
     if partial is not None and hasattr(partial, "to_dict"):
         result.update(partial.to_dict())

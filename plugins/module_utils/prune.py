@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Prune (SPEC §7 step 5): delete the objects of the previous release that the new one no longer has.
+"""Prune (docs/requirements.md §7 step 5): delete the objects of the previous release that the new one no longer has.
 
 What may be pruned comes from history (:func:`candidates`): the objects of the release in service, of a newer
 release that failed, and of a traffic candidate. An object is pruned only when its lifecycle annotations

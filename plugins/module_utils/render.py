@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The first half of a deploy (SPEC §1-4, §7 steps 1-2): artifact -> validated, ordered bundle for one cluster.
+"""The first half of a deploy (docs/requirements.md §1-4, §7 steps 1-2): artifact -> validated, ordered bundle for one cluster.
 
 Steps: verify the artifact's sha256; read manifests and substitute variables, or render the chart
 with the cluster's capabilities; validate every object (structure, apiVersion/kind served by the
@@ -34,6 +34,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.variables import
 
 MAX_REPORTED = 25
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_NAMESPACE = re.compile(r"(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 POD_SPEC_PATHS = {
     "Pod": ("spec",),
     "Deployment": ("spec", "template", "spec"),
@@ -48,7 +49,7 @@ POD_SPEC_PATHS = {
 
 @dataclass
 class RenderOptions:
-    """Deploy parameters that shape the objects (SPEC §6)."""
+    """Deploy parameters that shape the objects (docs/requirements.md §6)."""
 
     namespace: str = "default"
     variables: dict = field(default_factory=dict)
@@ -76,6 +77,14 @@ def validate_identity(key):
             raise InputError("%r is not a valid label value" % (value,), subject=name,
                              hint="use at most 63 letters, digits, '-', '_' or '.', starting and ending "
                                   "with a letter or digit")
+
+
+def validate_namespace(namespace):
+    """The release namespace holds the objects and the history: a DNS-1123 label, checked before anything else."""
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace or ""):
+        raise InputError("%r is not a valid namespace name" % (namespace,), subject="namespace",
+                         hint="use at most 63 lower-case letters, digits and '-', starting and ending with a letter "
+                              "or digit")
 
 
 def default_deployment_id(version, artifact_sha256, options):
@@ -141,6 +150,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
     """Render one artifact for one cluster. ``cluster_version`` is (major, minor[, gitVersion]).
     Returns a :class:`Bundle` (not yet written)."""
     validate_identity(release.key)
+    validate_namespace(options.namespace)
     docs, hooks_skipped, warnings, is_chart = load_documents(path, release, options, cluster_version, discovery,
                                                              helm_options)
     problems = _Problems()
@@ -257,7 +267,7 @@ def _check_digests(obj, subject, problems):
 
 
 def stamp(obj, release):
-    """Add the release labels and annotations (SPEC §7 step 2); pod templates get the labels only
+    """Add the release labels and annotations (docs/requirements.md §7 step 2); pod templates get the labels only
     (never the selector, never per-version annotations, which would restart pods at every release)."""
     meta = obj.setdefault("metadata", {})
     labels = meta.get("labels") or {}

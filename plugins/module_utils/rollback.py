@@ -1,20 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rollback (SPEC §8): re-apply the stored objects of the previous release (or a named version).
+"""Rollback (docs/requirements.md §8): re-apply the stored objects of the previous release (or a named version).
 
 After a failed deploy (the newest record failed; the release in service is untouched) the previous
 release is the one in service: it is re-applied and what only the failed release created is pruned.
 Otherwise the previous release is the one the release in service replaced, and the release in
 service is the one rolled back. The failed or rolled-back release stays in history, marked.
-Stored objects whose apiVersion the cluster no longer serves are mapped when the change is a pure rename
-(and said so); otherwise the rollback stops before any change. Releases of traffic slots are not rolled
-back this way (manent_traffic does).
+Stored objects whose apiVersion the cluster no longer serves are renamed or converted in memory as the
+history rewrite would (apiconvert.py, and said so); one that cannot be converted stops the rollback before any
+change. Releases of traffic slots are not rolled back this way (manent_traffic does).
 """
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
@@ -29,13 +29,14 @@ def rollback_bundle(key, namespace, version, meta, objects):
                   artifact={"sha256": meta.get("artifactSha256", "")})
 
 
-def rollback(deployer, namespace, key, to_version=None):
-    """Roll release ``key`` in ``namespace`` back with ``deployer`` (a deploy.Deployer); its DeployResult."""
+def rollback(deployer, namespace, key, to_version=None, converter=None):
+    """Roll release ``key`` in ``namespace`` back with ``deployer`` (a deploy.Deployer); its DeployResult.
+    ``converter`` (apiconvert.Converter: the user's API mappings, drop_removed) defaults to discovery alone."""
     store = deployer.store(namespace, key)
     current = _in_service(store, namespace)
     target, rolled_back = _target(store, current, to_version, namespace)
     meta, objects = store.load(target)
-    mapped, notes = map_for_cluster(objects, deployer.discovery.served)  # before any change
+    mapped, notes = map_for_cluster(objects, converter or deployer.discovery.served)  # before any change
     failed_objects = store.load(rolled_back, secrets=False)[1] if rolled_back else []
     result = deployer.deploy(rollback_bundle(key, namespace, target, meta, mapped), phase=lifecycle.ROLLBACK,
                              previous_objects=failed_objects, replaced=meta.get("replaced", ""))
@@ -76,13 +77,8 @@ def _target(store, current, to_version, namespace):
     return target, rolled_back
 
 
-def map_for_cluster(objects, served):
-    """``objects`` with apiVersions ``served(api_version, kind)`` accepts (pure renames), and a note per mapped
-    object; InputError for one that cannot be mapped."""
-    mapped, notes = [], []
-    for obj in objects:
-        new, note = apiversions.map_for_cluster(obj, served)
-        mapped.append(new)
-        if note:
-            notes.append(note)
+def map_for_cluster(objects, cluster):
+    """``objects`` made usable on the cluster (``cluster``: an apiconvert.Converter or ``served(api_version,
+    kind)``), and a note per renamed, converted or dropped object; InputError for those that cannot be."""
+    mapped, notes, _dropped = apiconvert.converter_for(cluster).convert_all(objects)
     return mapped, notes

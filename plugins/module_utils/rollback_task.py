@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task, history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task, history_task, rollback
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer
 
@@ -25,7 +25,8 @@ def run(params, check_mode, diff, on_progress=None):
     kube, discovery = mc.open_cluster(params)
     try:
         deployer = Deployer(kube, discovery, options)
-        result = deployer.rollback(params["namespace"], key, to_version=params.get("rollback_to"))
+        result = rollback.rollback(deployer, params["namespace"], key, to_version=params.get("rollback_to"),
+                                   converter=history_task.converter(params, discovery))
         out = apply_task.result_dict(result, diff)
         out.update(history_task.listing(deployer.store(params["namespace"], key)))
         return out

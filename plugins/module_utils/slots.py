@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The a/b slots of traffic (percentage) rollouts (SPEC §9): which objects belong to a slot and how a
+"""The a/b slots of traffic (percentage) rollouts (docs/requirements.md §9): which objects belong to a slot and how a
 rendered release is turned into the release of one slot.
 
 Two versions run side by side, one in slot ``a`` and one in slot ``b``; the candidate goes to the slot

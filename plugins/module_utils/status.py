@@ -13,7 +13,12 @@ Deliberate differences from kstatus, because a deploy waits on the result:
 - a Pod in phase Failed is Failed, an unschedulable Pod stays InProgress (with the scheduler's message);
 - a LoadBalancer Service is InProgress until it has an ingress address;
 - a Deployment with ReplicaFailure=True (e.g. quota exceeded) reports that condition's message;
-- objects without kind-specific rules use a ``Ready`` condition when they have one.
+- a ProgressDeadlineExceeded condition updated no later than manent's last apply (managedFields time) belongs to
+  the previous rollout (the controller keeps it when the new template matches an existing ReplicaSet): ignored;
+- objects without kind-specific rules use a ``Ready`` condition when they have one;
+- a StatefulSet with the OnDelete strategy waits for its replicas to be ready (kstatus: Current at once), and
+  a DaemonSet with OnDelete does not wait for its pods to be updated (kstatus waits forever: nothing replaces
+  them).
 
 ``pod_problems`` explains, one short line per distinct problem, why the pods of a workload are
 not ready; the wait loop adds it to its errors.
@@ -175,6 +180,11 @@ def _deployment(obj):
     available = False
     for cond in conditions(obj):
         if cond.get("type") == "Progressing":
+            if cond.get("reason") == PROGRESS_DEADLINE_EXCEEDED and _stale(obj, cond):
+                # from the rollout before manent's last apply: going back to an existing ReplicaSet, the
+                # controller keeps the condition until that rollout progresses
+                progressing = True
+                continue
             if cond.get("reason") == PROGRESS_DEADLINE_EXCEEDED:
                 message = "Progress deadline exceeded"
                 if cond.get("message"):
@@ -212,10 +222,22 @@ def _deployment(obj):
     return _current("Deployment is available. Replicas: %d" % replicas)
 
 
-def _statefulset(obj):
-    if _str(obj, "spec.updateStrategy.type", "") == "OnDelete":
-        return _current("StatefulSet is using the ondelete update strategy")
+def _applied_at(obj):
+    """Server time (RFC 3339, second resolution) of field manager manent's last apply, or ""."""
+    times = [entry.get("time") or "" for entry in _list(obj, "metadata.managedFields")
+             if isinstance(entry, dict) and entry.get("manager") == "manent" and entry.get("operation") == "Apply"]
+    return max(times) if times else ""
 
+
+def _stale(obj, cond):
+    """True when condition ``cond`` was last updated no later than manent's last apply: a deadline (at least
+    one second) exceeded by the rollout that apply started would be stamped strictly later. Both times
+    are the API server's."""
+    applied, updated = _applied_at(obj), str(cond.get("lastUpdateTime") or "")
+    return bool(applied and updated) and updated <= applied
+
+
+def _statefulset(obj):
     spec_replicas = _int(obj, "spec.replicas", 1)
     ready = _int(obj, "status.readyReplicas", 0)
     current = _int(obj, "status.currentReplicas", 0)
@@ -229,6 +251,11 @@ def _statefulset(obj):
         return _in_progress(TOO_FEW_READY, "Ready: %d/%d" % (ready, spec_replicas))
     if replicas > spec_replicas:
         return _in_progress(EXTRA_PODS, "Pending termination: %d" % (replicas - spec_replicas))
+    if _str(obj, "spec.updateStrategy.type", "") == "OnDelete":
+        # kstatus says Current at once; the replicas are waited for, their update is not (pods are only
+        # replaced when someone deletes them).
+        return _current("StatefulSet uses the OnDelete update strategy: %d replicas ready, pods are updated only "
+                        "when deleted" % ready)
     if partition != -1:
         # Only the ordinals at or above the partition are updated.
         if updated < spec_replicas - partition:
@@ -255,7 +282,7 @@ def _daemonset(obj):
         return _in_progress("NoDesiredNumber", "Missing .status.desiredNumberScheduled")
     if desired > current:
         return _in_progress("LessCurrent", "Current: %d/%d" % (current, desired))
-    if desired > updated:
+    if desired > updated and _str(obj, "spec.updateStrategy.type", "") != "OnDelete":
         return _in_progress(TOO_FEW_UPDATED, "Updated: %d/%d" % (updated, desired))
     if desired > available:
         return _in_progress(TOO_FEW_AVAILABLE, "Available: %d/%d" % (available, desired))
@@ -448,7 +475,7 @@ def compute(obj):
 
 
 def is_permanent_failure(obj, result):
-    """True when waiting longer cannot help: a Deployment past its progress deadline, a failed Job."""
+    """True when waiting longer cannot help: a Deployment past its progress deadline, a failed Job or Pod."""
     if obj is None or result.status != FAILED:
         return False
     key = _rule_key(obj)
@@ -456,6 +483,8 @@ def is_permanent_failure(obj, result):
         return result.reason == PROGRESS_DEADLINE_EXCEEDED
     if key == "batch/Job":
         return result.reason == JOB_FAILED
+    if key == "Pod":  # phase Failed is terminal: the kubelet never restarts the pod
+        return result.reason == "PodFailed"
     return False
 
 

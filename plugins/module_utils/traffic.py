@@ -65,6 +65,7 @@ class TrafficOptions:
     break_lock: bool = False
     sleep: object = time.sleep
     now: object = None
+    on_progress: object = None  # wait.wait_for's progress callback (the action plugin prints it)
 
 
 @dataclass
@@ -161,7 +162,7 @@ class Traffic:
         if self.options.dry_run or not workloads:
             return []
         return wait_for(workloads, self._get, list_pods=lambda obj: pods_of(self.kube, obj),
-                        timeout=self.options.wait_timeout)
+                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress)
 
     def _resize(self, objects, percent, result, grow):
         """Proportional replicas for ``percent``: only growing (``grow``) or only shrinking."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Variable substitution in plain manifests (SPEC §2).
+"""Variable substitution in plain manifests (docs/requirements.md §2).
 
 Substitution works on the manifest *text*, before YAML parsing, so a value can become any YAML
 scalar (``replicas: ${REPLICAS}`` gives the number 3 with ``var.REPLICAS: "3"``). Values are inserted
@@ -15,7 +15,7 @@ Rules:
 - ``$${NAME}`` is left untouched as literal text, byte for byte (it is *not* unescaped to
   ``${NAME}``): a ``$`` directly before ``${`` disables substitution.
 
-Charts do not use these variables; they use values (SPEC §4).
+Charts do not use these variables; they use values (docs/requirements.md §4).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def value_to_str(value, field):
 
 
 def builtin_values(application, environment, version, namespace, deployment, extra=None):
-    """The mapping of SPEC §2: the ``MANENT_*`` values plus each ``var.NAME`` parameter as ``NAME``.
+    """The mapping of docs/requirements.md §2: the ``MANENT_*`` values plus each ``var.NAME`` parameter as ``NAME``.
 
     ``extra`` maps names to values; keys may be given as ``NAME`` or ``var.NAME``. Names must match
     ``[A-Za-z_][A-Za-z0-9_]*`` and may not start with ``MANENT_`` (reserved for the built-in values).

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import progress
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, NotFoundError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import annotations as annotations_of
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, namespace_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, key_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.status import (
     CURRENT, NOT_FOUND, UNKNOWN, Result, compute, is_permanent_failure, pod_problems)
 
@@ -82,6 +83,26 @@ def _poll(item, fetch):
     return live, compute(live)
 
 
+def _poll_many(items, fetch_many):
+    """(live, Result) of each of ``items``, read together; a transient API error makes this round Unknown."""
+    if not items:
+        return []
+    try:
+        found = fetch_many([item.obj for item in items])
+    except ApiError as err:
+        if not err.transient:
+            raise
+        return [(item.live, Result(UNKNOWN, "could not read the object: %s" % err, "ApiError")) for item in items]
+    out = []
+    for item in items:
+        live = found.get(key_of(item.obj))
+        if live is None:
+            out.append((None, Result(NOT_FOUND, "not found (applied but not visible yet)", "NotFound")))
+        else:
+            out.append((live, compute(live)))
+    return out
+
+
 def _problems(item, list_pods):
     if list_pods is None or item.obj.get("kind") in _NO_PODS:
         return []
@@ -116,23 +137,27 @@ def poll(check, timeout, interval=1.0, clock=time.monotonic, sleep=time.sleep, b
 
 
 def wait_for(objects, fetch, list_pods=None, timeout=300.0, interval=1.0, clock=time.monotonic,
-             sleep=time.sleep, on_progress=None):
+             sleep=time.sleep, on_progress=None, select=needs_wait, fetch_many=None):
     """Wait until every object that ``needs_wait`` is Current; returns one status entry per waited object.
 
     ``fetch(obj)`` returns the live object or None; ``list_pods(obj)`` returns the pods of a workload
     (only used to explain failures). Raises WaitError: ``permanent=True`` at once for a failure that
-    waiting cannot fix, ``permanent=False`` at the deadline. ``on_progress(refs)`` gets the refs still
-    in progress at most every 10 seconds.
+    waiting cannot fix, ``permanent=False`` at the deadline. ``on_progress(workloads)`` gets, at most every
+    10 seconds, a progress.Workload per waited object (status, message, seconds, pod problems, done).
+    ``select(obj)`` picks the objects waited for (default :func:`needs_wait`; lifecycle stages also wait for
+    Jobs and Pods, stages.py). ``fetch_many(objs)``, when given, reads all objects not yet Current at once each
+    round (``{key_of(obj): live}``, absent: not found; LiveReader.read_many: one LIST per kind and namespace)
+    instead of one ``fetch`` each.
     """
-    tracked = [_Tracked(obj) for obj in objects if needs_wait(obj)]
+    tracked = [_Tracked(obj) for obj in objects if select(obj)]
     start = clock()
     last_progress = [start]
 
     def all_current():
-        for item in tracked:
-            if item.done:
-                continue
-            item.live, item.result = _poll(item, fetch)
+        pending = [item for item in tracked if not item.done]
+        polled = _poll_many(pending, fetch_many) if fetch_many is not None else None
+        for i, item in enumerate(pending):
+            item.live, item.result = polled[i] if polled is not None else _poll(item, fetch)
             item.seconds = clock() - start
             if item.result.status == CURRENT:
                 item.done = True
@@ -142,7 +167,7 @@ def wait_for(objects, fetch, list_pods=None, timeout=300.0, interval=1.0, clock=
 
     def report(now):
         if on_progress is not None and now - last_progress[0] >= PROGRESS_EVERY:
-            on_progress([item.ref for item in tracked if not item.done])
+            on_progress(progress.snapshot(tracked, lambda item: _problems(item, list_pods)))
             last_progress[0] = now
 
     if not poll(all_current, timeout, interval=interval, clock=clock, sleep=sleep, between=report):

@@ -18,8 +18,16 @@ description:
     (without manent's labels) are taken over as before.
   - Namespaces first, then the release is saved in history (a ConfigMap, under a lock), then CRDs (waited until
     Established), RBAC, configuration, Services, workloads and the rest.
+  - "Lifecycle stages: objects annotated C(werf.io/deploy-on: pre-<phase>) (or Helm hooks C(pre-install),
+    C(pre-upgrade), C(pre-rollback) rendered with C(helm_hooks: apply)) are applied and waited for (Jobs until they
+    complete, Pods until they succeed, workloads until Current) before the main objects; a failure there stops the
+    deploy before the main objects are touched and marks the release failed in history. C(post-<phase>) objects
+    are applied once the main rollout is Current. Inside a stage objects go in groups of ascending
+    C(werf.io/weight) or C(helm.sh/hook-weight). Delete policies C(succeeded) and C(failed) delete a Job or Pod
+    after it succeeded or failed. See the collection's docs/lifecycle.md."
   - Waits for every Deployment, StatefulSet and DaemonSet at once. A Deployment past its C(progressDeadlineSeconds)
     fails at once, with the reasons of its unready pods.
+  - Each Helm hook that manent_render left out is an Ansible warning, and listed in RV(details.helm_hooks_skipped).
   - With O(prune=true), deletes the objects of the previous release that this one no longer has (never Namespaces,
     never C(helm.sh/resource-policy=keep) or ownership C(anyone) objects).
   - Marks the release in service and deletes history beyond O(keep_releases).
@@ -42,11 +50,15 @@ options:
     type: path
     required: true
   wait:
-    description: Wait for the rollout of workloads.
+    description:
+      - Wait for the rollout of workloads.
+      - Objects of pre- and post- lifecycle stages are waited for even when false, and so is the main rollout when
+        a post stage follows it.
     type: bool
     default: true
   wait_timeout:
-    description: Deadline of the whole rollout wait, for example C(5m).
+    description: Deadline of each rollout wait (the main rollout, and each weight group of a lifecycle stage), for
+      example C(5m).
     type: str
     default: 5m
   prune:
@@ -115,12 +127,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+host:
+  description: The API server deployed to, as an https URL with its port (from O(api_server) and O(port)), SPEC's
+    per-target C(host).
+  returned: always
+  type: str
+  sample: https://10.0.0.1:6443
 status:
   description: C(deployed), C(checked) (check mode) or C(failed).
   returned: always
   type: str
 details:
-  description: The SPEC's per-target details.
+  description: The SPEC's per-target details, plus C(version), C(objects_skipped), C(phase) and C(slot).
   returned: always
   type: dict
   contains:
@@ -128,9 +146,16 @@ details:
       description: Release namespace.
       type: str
     objects:
-      description: Objects applied (or dry-run).
+      description: Objects of the release applied (or dry-run), each counted once; objects deleted by prune, or
+        skipped, are not counted.
       type: int
     release:
+      description:
+        - Name of the release's history record (a ConfigMap in the release namespace), as in SPEC's example.
+        - Before this collection version it held the version deployed, now in RV(details.version).
+      type: str
+      sample: manent-shop-shop-api-prod-5f1c2a9b-1.4.0
+    version:
       description: Version deployed.
       type: str
     previous:
@@ -140,16 +165,32 @@ details:
       description: Objects deleted by prune, as C(Kind/namespace/name).
       type: list
       elements: str
+    helm_hooks_skipped:
+      description: Helm hooks that manent_render left out (C(helm_hooks=skip), and test hooks), as C(Kind/name (hook
+        events)); each one is also an Ansible warning.
+      type: list
+      elements: str
     objects_skipped:
       description: Objects not verifiable in check mode (their namespace would be created by the release).
       type: int
     phase:
       description: C(install), C(upgrade) or C(rollback).
       type: str
+    slot:
+      description: The traffic slot (C(a) or C(b)) of a traffic rollout, else empty.
+      type: str
+stages:
+  description: The lifecycle stages run, in order (C(pre-upgrade), C(upgrade), C(post-upgrade), ...), each with
+    C(stage), C(objects) (its number of objects) and C(status) (C(done) or C(failed)); the deploy stopped at the
+    failed one. Empty in check mode.
+  returned: always
+  type: list
+  elements: dict
 changes:
-  description: One entry per object, C(subject) (Kind/namespace/name), C(action) (created, configured, unchanged,
-    recreated, deleted, skipped), C(reason), C(seconds), the server's warnings and C(takeovers), the fields taken
-    over from other field managers (each C(field) and C(manager)).
+  description: One entry per object and step, in the order of the deploy, C(subject) (Kind/namespace/name), C(action)
+    (created, configured, unchanged, recreated, deleted, skipped; a Job deleted by its delete policy C(succeeded) or
+    C(failed) has a second entry C(deleted)), C(reason), C(seconds), the server's warnings and C(takeovers), the
+    fields taken over from other field managers (each C(field) and C(manager)).
   returned: always
   type: list
   elements: dict
@@ -158,7 +199,7 @@ counts:
   returned: always
   type: dict
 waited:
-  description: Workloads waited for, with their final status and seconds.
+  description: Workloads (and Jobs and Pods of lifecycle stages) waited for, with their final status and seconds.
   returned: success
   type: list
   elements: dict

@@ -97,7 +97,12 @@ options:
     type: dict
     default: {}
   helm_hooks:
-    description: C(skip) leaves Helm hooks out (listed in the C(hooks_skipped) result); C(apply) applies them as ordinary objects.
+    description:
+      - C(skip) leaves Helm hooks out (listed in the C(hooks_skipped) result, and as warnings of
+        M(manent.kubernetes.manent_apply)).
+      - C(apply) keeps them as objects of the release that M(manent.kubernetes.manent_apply) runs in lifecycle
+        stages (C(pre-upgrade) before the main objects, waited for, in C(helm.sh/hook-weight) order; C(post-upgrade)
+        after the rollout).
     type: str
     choices: [skip, apply]
     default: skip
@@ -338,7 +343,7 @@ def main():
     module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, RENDER_SPEC), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
-        module.exit_json(**run(module))
+        mc.exit_result(module, run(module))
     except ManentError as exc:
         mc.fail(module, exc)
 

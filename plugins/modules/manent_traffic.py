@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: manent_traffic
 short_description: Move traffic between the a/b slots of a release in one cluster (percentage rollouts)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - A release deployed with the traffic strategy
     (M(manent.kubernetes.manent_render) with O(manent.kubernetes.manent_render#module:strategy=traffic)) runs in the

@@ -3,15 +3,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one progress mechanism of the deploy and the rollback: the action plugins of manent_apply and
 manent_history run the task in the controller process when the connection is local (inventory hosts are API
-servers, the work happens on the controller anyway) and print, every 10 seconds of a rollout, which workloads
-are still rolling out. Otherwise (another connection, async, or no kubernetes package in the controller's
-Python) the module runs as usual."""
+servers, the work happens on the controller anyway) and print what the workloads of a rollout are waiting for
+and since when, once per change (module_utils/progress.py). Otherwise (another connection, async, or no
+kubernetes package in the controller's Python) the module runs as usual."""
 
 from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.utils.display import Display
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import progress
 from ansible_collections.manent.kubernetes.plugins.module_utils.client import HAS_KUBERNETES
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
 
@@ -39,13 +40,16 @@ def run(action, task_vars, name, argument_spec, task):
         return result
     host = task_vars.get("inventory_hostname", "") if task_vars else ""
 
-    def progress(refs):
-        display.display("%s [%s]: still rolling out: %s" % (name, host, ", ".join(refs)))
+    reporter = progress.Reporter()
+
+    def on_progress(workloads):
+        for line in reporter.lines(workloads):
+            display.display("%s [%s]: %s" % (name, host, line))
 
     warnings = []
     try:
         out = task(validation.validated_parameters, bool(action._play_context.check_mode),
-                   bool(action._play_context.diff), progress)
+                   bool(action._play_context.diff), on_progress)
     except ManentError as exc:
         partial = getattr(exc, "partial", None)
         if partial is not None and hasattr(partial, "to_dict"):

@@ -47,7 +47,12 @@ class Run:
 
     @property
     def summary(self):
-        """The per-cluster summary the role wrote (deploy_summary_file), {} when it wrote none."""
+        """The per-cluster summary the role wrote (deploy_summary_file) as {host: target}, {} when it wrote none."""
+        return {target["host"]: target for target in self.result.get("targets", [])}
+
+    @property
+    def result(self):
+        """The summary file as written: docs/requirements.md §11's {"plugin": "kubernetes", "operation", "targets": [...]}."""
         if not os.path.exists(self.summary_file):
             return {}
         with open(self.summary_file, encoding="utf-8") as handle:
@@ -63,7 +68,7 @@ def sha256(path):
 
 
 def artifact(name, version, path, **extra):
-    """The artifact descriptor of a local file (SPEC §1)."""
+    """The artifact descriptor of a local file (docs/requirements.md §1)."""
     out = {"type": "kubernetes", "name": name, "version": version, "source": path, "sha256": sha256(path)}
     out.update(extra)
     return out

@@ -1,4 +1,4 @@
-"""Release history through whole deploys on a real cluster (SPEC §8, issue "manent_history")."""
+"""Release history through whole deploys on a real cluster (docs/requirements.md §8, issue "manent_history")."""
 
 import base64
 import os

@@ -2,7 +2,7 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The release history store against real API servers: lock, records, promotion, retention, API-version
-rewrite and Helm secret removal (SPEC §8, docs/history.md). Nothing here is mocked."""
+rewrite and Helm secret removal (docs/requirements.md §8, docs/history.md). Nothing here is mocked."""
 
 from __future__ import annotations
 
@@ -380,7 +380,8 @@ def test_rewrite_api_versions_maps_renames_backs_up_and_is_idempotent(cluster, n
     stuck = Release(SHOP, "2.0.0", "d2")
     old_cm = configmap("settings", namespace, a="1")
     renamed_name = history.save_record(renamed, [old_cm, deployment("web", namespace, "apps/v1beta2")])
-    stuck_name = history.save_record(stuck, [deployment("web", namespace, "apps/v1beta1")])
+    no_replacement = {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy", "metadata": {"name": "restricted"}}
+    stuck_name = history.save_record(stuck, [no_replacement])
     originals = {name: get_cm(cluster, namespace, name) for name in (renamed_name, stuck_name)}
 
     preview = history.rewrite_api_versions(served, dry_run=True)
@@ -398,8 +399,8 @@ def test_rewrite_api_versions_maps_renames_backs_up_and_is_idempotent(cluster, n
     assert "stored as apps/v1beta2" in done["changes"][0] and "using apps/v1 instead" in done["changes"][0]
     failed = report[stuck_name]
     assert (failed["action"], failed["changes"], failed["backup"]) == (ACTION_ERROR, [], "")
-    assert len(failed["errors"]) == 1 and "not a pure rename" in failed["errors"][0]
-    assert "Deployment/%s/web" % namespace in failed["errors"][0]
+    assert len(failed["errors"]) == 1 and "has no replacement" in failed["errors"][0]
+    assert "PodSecurityPolicy/restricted" in failed["errors"][0] and "drop_removed: true" in failed["errors"][0]
 
     _meta, objects = history.load("1.0.0")
     assert objects == [old_cm, deployment("web", namespace, "apps/v1")]

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Helm/Nelm lifecycle annotations on real API servers (SPEC §13, issue 7): delete policies of Jobs,
+"""Helm/Nelm lifecycle annotations on real API servers (docs/requirements.md §13, issue 7): delete policies of Jobs,
 deploy-on install, delete propagation of prune, keep/anyone through prune and rollback."""
 
 from __future__ import annotations
@@ -139,3 +139,27 @@ def test_keep_and_anyone_objects_survive_a_rollback_with_prune(cluster, namespac
     assert cluster.get("v1", "ConfigMap", namespace, "added-anyone") is not None
     assert h.locator(cluster, namespace)["version"] == "1"
     assert h.record_status(cluster, namespace, "2") == "rolled-back"
+
+
+def test_install_only_object_owned_by_the_release_does_what_the_warning_says(cluster, namespace, tmp_path):
+    seed = {"werf.io/deploy-on": "install"}
+    bundle = h.render_bundle(cluster, tmp_path, [configmap("seed", annotations=seed, value="initial"),
+                                                 configmap("app", v="1")], namespace, version="1")
+    warning = [w for w in bundle.warnings if "ConfigMap/%s/seed" % namespace in w]
+    assert len(warning) == 1
+    assert "upgrades leave the live object as it is" in warning[0]
+    assert "do not delete it while it stays in the artifact" in warning[0]
+    assert "once it leaves the artifact, prune deletes it" in warning[0]
+    h.deployer(cluster).deploy(bundle)
+    before = cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"]
+
+    # upgrades: neither updated nor deleted (prune on) while it stays in the artifact
+    second = h.deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="changed"),
+                                          configmap("app", v="2")], namespace, version="2", prune=True)
+    assert actions(second)["ConfigMap/%s/seed" % namespace] == "skipped" and second.pruned == []
+    assert cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"] == before
+
+    # out of the artifact: prune deletes it, as every object of the release
+    third = h.deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
+    assert third.pruned == ["ConfigMap/%s/seed" % namespace]
+    cluster.wait(lambda: cluster.get("v1", "ConfigMap", namespace, "seed") is None, timeout=30, what="seed pruned")

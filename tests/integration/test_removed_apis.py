@@ -1,21 +1,32 @@
-"""Stored history written by an older manent with API versions this cluster no longer serves (SPEC §12).
+"""Stored history written by an older manent with API versions this cluster no longer serves (docs/requirements.md §12).
 
 Prune deletes such objects through a served version of the same kind; rollback maps pure renames
-(apps/v1beta2 -> apps/v1) and says so; a non-rename (extensions/v1beta1 Ingress) stops the rollback
-before any change. The API server's own deprecation warnings surface per object.
+(apps/v1beta2 -> apps/v1) and says so; a kind without replacement (PodSecurityPolicy) stops the rollback
+before any change unless dropped on request. The API server's own deprecation warnings surface per object.
+The whole removal table through manent_history itself (audit -> rewrite -> rollback, and rollback converting in
+memory): test_every_removed_kind_*.
 """
 
+import base64
 import hashlib
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, apiversions, history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils import rollback_task, status
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render
+from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +46,12 @@ def ingress_v1(ns, name):
 def ingress_v1beta1(ns, name):
     return {"apiVersion": "extensions/v1beta1", "kind": "Ingress", "metadata": {"name": name, "namespace": ns},
             "spec": {"backend": {"serviceName": "web", "servicePort": 80}}}
+
+
+def psp(name):
+    return {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy", "metadata": {"name": name},
+            "spec": {"privileged": False, "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "RunAsAny"},
+                     "supplementalGroups": {"rule": "RunAsAny"}, "fsGroup": {"rule": "RunAsAny"}}}
 
 
 def configmap(ns, name, value):
@@ -114,10 +131,10 @@ def test_rollback_maps_pure_renames_and_says_so(cluster, namespace, tmp_path):
     assert "Deployment/%s/new-web" % namespace in result.pruned
 
 
-def test_rollback_stops_before_any_change_on_a_schema_change(cluster, namespace, tmp_path):
-    key = ReleaseKey("schema", "schema", "prod")
+def test_rollback_refuses_a_kind_without_replacement_before_any_change(cluster, namespace, tmp_path):
+    key = ReleaseKey("psp", "psp", "prod")
     cluster.apply(ingress_v1(namespace, "legacy-ing"))
-    write_old_history(cluster, namespace, key, "1.0.0", [ingress_v1beta1(namespace, "legacy-ing"),
+    write_old_history(cluster, namespace, key, "1.0.0", [ingress_v1beta1(namespace, "legacy-ing"), psp("restricted"),
                                                          configmap(namespace, "settings", "1")])
     deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
     before = resource_versions(cluster, namespace)
@@ -126,7 +143,8 @@ def test_rollback_stops_before_any_change_on_a_schema_change(cluster, namespace,
         rollback(cluster, namespace, key)
 
     text = str(err.value)
-    assert "Ingress" in text and "extensions/v1beta1" in text and "networking.k8s.io/v1" in text
+    assert "PodSecurityPolicy/restricted" in text and "policy/v1beta1" in text and "no replacement" in text
+    assert "drop_removed: true" in text
     assert resource_versions(cluster, namespace) == before
 
 
@@ -139,3 +157,314 @@ def test_api_server_deprecation_warnings_name_the_object(cluster, namespace, tmp
     server = [w for w in result.warnings if w.startswith("Endpoints/%s/ext: " % namespace)
               and "EndpointSlice" in w]
     assert server, result.warnings
+
+
+# ---- the whole removal table, through manent_history (Ansible ad-hoc runs of the module)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PAUSE = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+# Kinds of the table left out on purpose (their conversion is unit-tested in tests/unit/test_apiversions.py):
+# review objects are never stored (TokenReview, *SubjectAccessReview, SelfSubjectRulesReview: create-only, not
+# persisted); APIService (a second APIService for a group breaks discovery for every client of the shared cluster);
+# CSINode and VolumeAttachment (owned by the kubelet and the attach/detach machinery of real nodes).
+NOT_STORED = {"TokenReview", "SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectAccessReview",
+              "SelfSubjectRulesReview", "APIService", "CSINode", "VolumeAttachment"}
+
+
+def manent_history(cluster, namespace, key, check=False, **args):
+    """One run of the manent_history module through ``ansible`` (ad hoc, local connection); its result."""
+    params = dict(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
+                  ca_file=cluster.ca_file, application=key.application, environment=key.environment,
+                  namespace=namespace, **args)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
+           "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)] + (["--check"] if check else [])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=300)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("localhost | ")]
+    assert len(lines) == 1, out.stdout + out.stderr
+    return json.loads(lines[0].split(" => ", 1)[1])
+
+
+def _csr_request(tmp_path):
+    key, csr = tmp_path / "k.pem", tmp_path / "r.pem"
+    subprocess.run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
+                    "-subj", "/CN=manent-test"], check=True, capture_output=True)
+    return base64.b64encode(csr.read_bytes()).decode()
+
+
+def _workload(api_version, kind, ns, name, **spec):
+    body = {"template": {"metadata": {"labels": {"app": name}}, "spec": PAUSE}}
+    body.update(spec)
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": body}
+
+
+def legacy_release(ns, tmp_path):
+    """One object of every kind the removal table lists that a 1.34 cluster no longer serves (but NOT_STORED),
+    as an older manent stored them; cluster-scoped names carry the namespace."""
+    group = "%s.manent.test" % ns
+    meta = {"name": "x", "namespace": ns}
+    cluster_meta = {"name": "%s-x" % ns}
+    objects = [
+        _workload("extensions/v1beta1", "Deployment", ns, "ext-deploy", replicas=1),
+        _workload("apps/v1beta1", "Deployment", ns, "b1-deploy", replicas=1),
+        _workload("apps/v1beta2", "Deployment", ns, "b2-deploy", replicas=1,
+                  selector={"matchLabels": {"app": "b2-deploy"}}),
+        _workload("extensions/v1beta1", "DaemonSet", ns, "ext-ds"),
+        _workload("apps/v1beta2", "DaemonSet", ns, "b2-ds", selector={"matchLabels": {"app": "b2-ds"}}),
+        _workload("extensions/v1beta1", "ReplicaSet", ns, "ext-rs", replicas=1),
+        _workload("apps/v1beta2", "ReplicaSet", ns, "b2-rs", replicas=1, selector={"matchLabels": {"app": "b2-rs"}}),
+        _workload("apps/v1beta1", "StatefulSet", ns, "b1-sts", replicas=1, serviceName="b1-sts"),
+        _workload("apps/v1beta2", "StatefulSet", ns, "b2-sts", replicas=1, serviceName="b2-sts",
+                  selector={"matchLabels": {"app": "b2-sts"}}),
+        {"apiVersion": "extensions/v1beta1", "kind": "NetworkPolicy", "metadata": meta, "spec": {"podSelector": {}}},
+        {"apiVersion": "extensions/v1beta1", "kind": "Ingress", "metadata": {"name": "ext-ing", "namespace": ns},
+         "spec": {"backend": {"serviceName": "web", "servicePort": 80},
+                  "rules": [{"host": "a.example", "http": {"paths": [
+                      {"path": "/", "backend": {"serviceName": "web", "servicePort": "http"}}]}}]}},
+        {"apiVersion": "networking.k8s.io/v1beta1", "kind": "Ingress", "metadata": {"name": "net-ing", "namespace": ns},
+         "spec": {"rules": [{"http": {"paths": [
+             {"path": "/api", "backend": {"serviceName": "api", "servicePort": 8080}}]}}]}},
+        {"apiVersion": "networking.k8s.io/v1beta1", "kind": "IngressClass", "metadata": cluster_meta,
+         "spec": {"controller": "example.com/%s" % ns}},
+        {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": meta,
+         "spec": {"minAvailable": 1, "selector": {}}},
+        {"apiVersion": "batch/v1beta1", "kind": "CronJob", "metadata": meta,
+         "spec": {"schedule": "0 0 1 1 *", "suspend": True, "jobTemplate": {"spec": {"template": {
+             "spec": dict(PAUSE, restartPolicy="Never")}}}}},
+        {"apiVersion": "batch/v2alpha1", "kind": "CronJob", "metadata": {"name": "alpha", "namespace": ns},
+         "spec": {"schedule": "0 0 1 1 *", "suspend": True, "jobTemplate": {"spec": {"template": {
+             "spec": dict(PAUSE, restartPolicy="Never")}}}}},  # not in the table: the mapping file renames it
+        {"apiVersion": "autoscaling/v2beta1", "kind": "HorizontalPodAutoscaler",
+         "metadata": {"name": "b1-hpa", "namespace": ns},
+         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b2-deploy"},
+                  "minReplicas": 1, "maxReplicas": 2,
+                  "metrics": [{"type": "Resource", "resource": {"name": "cpu", "targetAverageUtilization": 80}},
+                              {"type": "Pods", "pods": {"metricName": "rps", "targetAverageValue": "10"}}]}},
+        {"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+         "metadata": {"name": "b2-hpa", "namespace": ns},
+         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b1-deploy"},
+                  "minReplicas": 1, "maxReplicas": 2, "metrics": [{"type": "Resource", "resource": {
+                      "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}},
+        {"apiVersion": "discovery.k8s.io/v1beta1", "kind": "EndpointSlice",
+         "metadata": {"name": "ext-1", "namespace": ns, "labels": {"kubernetes.io/service-name": "ext"}},
+         "addressType": "IPv4", "ports": [{"port": 80}],
+         "endpoints": [{"addresses": ["10.1.2.3"], "topology": {"topology.kubernetes.io/zone": "eu-1a"}}]},
+        {"apiVersion": "events.k8s.io/v1beta1", "kind": "Event", "metadata": meta,
+         "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal", "reason": "Deployed", "action": "Deploy",
+         "reportingController": "manent.io/test", "reportingInstance": "test-1", "note": "stored long ago",
+         "regarding": {"kind": "Deployment", "name": "b1-deploy", "namespace": ns}},
+        {"apiVersion": "coordination.k8s.io/v1beta1", "kind": "Lease", "metadata": meta,
+         "spec": {"holderIdentity": "nobody", "leaseDurationSeconds": 15}},
+        {"apiVersion": "storage.k8s.io/v1beta1", "kind": "CSIStorageCapacity", "metadata": meta,
+         "storageClassName": "%s-x" % ns, "capacity": "1Gi"},
+        {"apiVersion": "storage.k8s.io/v1beta1", "kind": "StorageClass", "metadata": cluster_meta,
+         "provisioner": "example.com/%s" % ns},
+        {"apiVersion": "storage.k8s.io/v1beta1", "kind": "CSIDriver", "metadata": {"name": "%s.csi.manent.test" % ns},
+         "spec": {"attachRequired": False}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1beta1", "kind": "Role", "metadata": meta,
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1alpha1", "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
+         "subjects": [{"kind": "User", "name": "alice", "apiVersion": "rbac.authorization.k8s.io/v1alpha1"}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1alpha1", "kind": "ClusterRole", "metadata": cluster_meta,
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1beta1", "kind": "ClusterRoleBinding", "metadata": cluster_meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "%s-x" % ns},
+         "subjects": [{"kind": "Group", "name": "nobody", "apiGroup": "rbac.authorization.k8s.io"}]},
+        {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PriorityClass", "metadata": cluster_meta, "value": 10},
+        {"apiVersion": "node.k8s.io/v1beta1", "kind": "RuntimeClass", "metadata": cluster_meta, "handler": "runc"},
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta2", "kind": "PriorityLevelConfiguration",
+         "metadata": cluster_meta, "spec": {"type": "Limited", "limited": {
+             "assuredConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}},
+        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "FlowSchema", "metadata": cluster_meta,
+         "spec": {"priorityLevelConfiguration": {"name": "%s-x" % ns}, "matchingPrecedence": 9000,
+                  "rules": [{"subjects": [{"kind": "User", "user": {"name": "nobody-%s" % ns}}],
+                             "resourceRules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"],
+                                                "namespaces": [ns]}]}]}},
+        {"apiVersion": "certificates.k8s.io/v1beta1", "kind": "CertificateSigningRequest", "metadata": cluster_meta,
+         "spec": {"request": _csr_request(tmp_path), "signerName": "example.com/manent-test",
+                  "usages": ["client auth"]}},
+        {"apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "CustomResourceDefinition",
+         "metadata": {"name": "widgets.%s" % group},
+         "spec": {"group": group, "version": "v1", "names": {"kind": "Widget", "plural": "widgets"},
+                  "additionalPrinterColumns": [{"name": "Size", "type": "integer", "JSONPath": ".spec.size"}]}},
+        psp("%s-restricted" % ns),
+        dict(psp("%s-legacy" % ns), apiVersion="extensions/v1beta1"),
+        configmap(ns, "settings", "1"),
+    ]
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        objects.append({"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": kind, "metadata": cluster_meta,
+                        "webhooks": [{"name": "x.%s" % group, "sideEffects": "None",
+                                      "clientConfig": {"service": {"name": "none", "namespace": ns}},
+                                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                                      "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                                 "resources": ["podtemplates"]}]}]})
+    return objects
+
+
+MAPPINGS = "mappings:\n  - from: batch/v2alpha1\n    to: batch/v1\n    kind: CronJob\n"
+
+
+def _expected_api_version(obj):
+    if obj["apiVersion"] == "batch/v2alpha1":
+        return "batch/v1"
+    entry = apiversions.lookup(obj["apiVersion"], obj["kind"])
+    return entry.replacement if entry else obj["apiVersion"]
+
+
+def _current(cluster, api_version, obj):
+    live = cluster.get(api_version, obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+    return live is not None and status.compute(live).status == status.CURRENT
+
+
+def _check_restored(cluster, namespace, objects):
+    """Every object exists under its served apiVersion; workloads are Current; the converted fields hold."""
+    for obj in objects:
+        if obj["kind"] == "PodSecurityPolicy":
+            continue
+        api_version = _expected_api_version(obj)
+        live = cluster.get(api_version, obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        assert live is not None, "%s %s missing" % (api_version, ref(obj))
+        if obj["kind"] in ("Deployment", "DaemonSet", "ReplicaSet", "StatefulSet"):
+            assert live["spec"]["selector"] == {"matchLabels": {"app": obj["metadata"]["name"]}}
+            cluster.wait(lambda: _current(cluster, api_version, obj), what="%s Current" % ref(obj))
+    ing = cluster.get("networking.k8s.io/v1", "Ingress", namespace, "ext-ing")
+    assert ing["spec"]["defaultBackend"] == {"service": {"name": "web", "port": {"number": 80}}}
+    assert ing["spec"]["rules"][0]["http"]["paths"][0] == {
+        "path": "/", "pathType": "ImplementationSpecific", "backend": {"service": {"name": "web", "port": {"name": "http"}}}}
+    hpa = cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "b1-hpa")
+    assert hpa["spec"]["metrics"][0]["resource"]["target"] == {"type": "Utilization", "averageUtilization": 80}
+    assert hpa["spec"]["metrics"][1]["pods"] == {"metric": {"name": "rps"},
+                                                 "target": {"type": "AverageValue", "averageValue": "10"}}
+    pdb = cluster.get("policy/v1", "PodDisruptionBudget", namespace, "x")
+    assert pdb["spec"]["selector"]["matchExpressions"][0]["key"] == apiconvert.PDB_V1BETA1_LABEL
+    daemonset = cluster.get("apps/v1", "DaemonSet", namespace, "ext-ds")
+    assert daemonset["spec"]["updateStrategy"]["type"] == "OnDelete"
+    plc = cluster.get("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration", None, "%s-x" % namespace)
+    assert plc["spec"]["limited"]["nominalConcurrencyShares"] == 1
+    binding = cluster.get("rbac.authorization.k8s.io/v1", "RoleBinding", namespace, "x")
+    assert binding["subjects"] == [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]
+
+
+@pytest.fixture
+def cluster_scoped(cluster, namespace):
+    """Deletes the cluster-scoped objects of legacy_release(namespace) after the test."""
+    yield
+    for api_version, kind, name in [
+            ("networking.k8s.io/v1", "IngressClass", "%s-x"), ("storage.k8s.io/v1", "StorageClass", "%s-x"),
+            ("storage.k8s.io/v1", "CSIDriver", "%s.csi.manent.test"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole", "%s-x"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "%s-x"),
+            ("scheduling.k8s.io/v1", "PriorityClass", "%s-x"), ("node.k8s.io/v1", "RuntimeClass", "%s-x"),
+            ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", "%s-x"),
+            ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration", "%s-x"),
+            ("certificates.k8s.io/v1", "CertificateSigningRequest", "%s-x"),
+            ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "%s-x"),
+            ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "%s-x"),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.%s.manent.test")]:
+        cluster.delete(api_version, kind, None, name % namespace)
+
+
+def test_every_removed_kind_audit_rewrite_rollback(cluster, namespace, tmp_path, cluster_scoped):
+    key = ReleaseKey("table", "table", "prod")
+    objects = legacy_release(namespace, tmp_path)
+    covered = {o["kind"] for o in objects if apiversions.lookup(o["apiVersion"], o["kind"])}
+    assert {e.kind for e in apiversions.entries() if e.removed_in} - covered == NOT_STORED, "a removed kind is missing"
+    write_old_history(cluster, namespace, key, "1.0.0", objects)
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
+    mappings = tmp_path / "api-mappings.yml"
+    mappings.write_text(MAPPINGS)
+
+    audit = manent_history(cluster, namespace, key, operation="audit", api_mappings=str(mappings))
+    assert not audit.get("failed"), audit
+    found = {f["object"]: f for f in audit["findings"] if f["version"] == "1.0.0"}
+    assert set(found) == {ref(o) for o in objects if o["kind"] != "ConfigMap"}
+    assert {f["level"] for f in found.values()} == {"error"}
+    rewrite_of = {ref(o): f["rewrite"] for o, f in ((o, found.get(ref(o))) for o in objects) if f}
+    assert rewrite_of["Deployment/%s/ext-deploy" % namespace] == "convert"
+    assert rewrite_of["Deployment/%s/b2-deploy" % namespace] == "rename"
+    assert rewrite_of["CronJob/%s/alpha" % namespace] == "rename"
+    assert rewrite_of["PodSecurityPolicy/%s-restricted" % namespace] == "refused"
+
+    refused = manent_history(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings))
+    assert refused["changed"] is False and [f["action"] for f in refused["findings"]] == ["error"]
+    assert any("PodSecurityPolicy/%s-restricted" % namespace in e and "drop_removed: true" in e
+               for e in refused["findings"][0]["errors"]), refused["findings"]
+    assert HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1] == objects, "a refused rewrite changes nothing"
+
+    done = manent_history(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings), drop_removed=True)
+    assert done["changed"] is True and [f["action"] for f in done["findings"]] == ["rewritten"], done
+    assert sorted(done["findings"][0]["dropped"]) == sorted(
+        ["PodSecurityPolicy/%s-restricted" % namespace, "PodSecurityPolicy/%s-legacy" % namespace])
+    stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
+    assert len(stored) == len(objects) - 2
+    assert all(cluster.discovery.served(o["apiVersion"], o["kind"]) for o in stored)
+    assert manent_history(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings),
+                          drop_removed=True)["changed"] is False
+    assert [f for f in manent_history(cluster, namespace, key, operation="audit")["findings"]
+            if f["version"] == "1.0.0"] == []
+
+    back = manent_history(cluster, namespace, key, operation="rollback", wait_timeout="120s")
+    assert not back.get("failed"), back
+    assert back["status"] == "rolled-back" and back["in_service"]["version"] == "1.0.0", back
+    _check_restored(cluster, namespace, objects)
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "1"}
+
+
+def test_every_removed_kind_rollback_converts_in_memory(cluster, namespace, tmp_path, cluster_scoped):
+    key = ReleaseKey("memory", "memory", "prod")
+    objects = legacy_release(namespace, tmp_path)
+    write_old_history(cluster, namespace, key, "1.0.0", objects)
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
+    mappings = tmp_path / "api-mappings.yml"
+    mappings.write_text(MAPPINGS)
+
+    # What manent_history operation=rollback runs (its action plugin runs it in the controller, local connection),
+    # called here directly to read the warnings that Ansible's one-line output leaves out.
+    params = {name: spec.get("default") for name, spec in history_task.argument_spec().items()}
+    params.update(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
+                  ca_file=cluster.ca_file, application=key.application, environment=key.environment,
+                  namespace=namespace, operation="rollback", wait_timeout="120s", api_mappings=str(mappings),
+                  drop_removed=True)
+    back = rollback_task.run(params, check_mode=False, diff=False)
+
+    assert back["status"] == "rolled-back" and back["in_service"]["version"] == "1.0.0", back
+    warned = " ".join(back["warnings"])
+    assert "Deployment/%s/ext-deploy: stored as extensions/v1beta1" % namespace in warned
+    assert "converted to apps/v1 Deployment: spec.selector set to the pod template labels" in warned
+    assert "PodSecurityPolicy/%s-restricted: stored as policy/v1beta1" % namespace in warned
+    assert "dropped from the release (drop_removed)" in warned
+    assert "(mapping %s: mappings[0])" % mappings in warned
+    _check_restored(cluster, namespace, objects)
+    # the rollback records what it applied: the release's record now holds the converted objects
+    stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
+    assert len(stored) == len(objects) - 2 and all(cluster.discovery.served(o["apiVersion"], o["kind"]) for o in stored)
+
+
+def test_role_rollback_passes_api_mappings_and_drop_removed(cluster, inventory_path, namespace, tmp_path):
+    """playbooks/rollback.yml with deploy_api_mappings and deploy_drop_removed: the role hands both to manent_history."""
+    key = ReleaseKey("legacy", "legacy", "test")
+    alpha = {"apiVersion": "batch/v2alpha1", "kind": "CronJob", "metadata": {"name": "alpha", "namespace": namespace},
+             "spec": {"schedule": "0 0 1 1 *", "suspend": True, "jobTemplate": {"spec": {"template": {
+                 "spec": dict(PAUSE, restartPolicy="Never")}}}}}
+    write_old_history(cluster, namespace, key, "1.0.0", [ingress_v1beta1(namespace, "legacy-ing"), alpha,
+                                                         psp("%s-role" % namespace), configmap(namespace, "settings", "1")])
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
+    mappings = tmp_path / "api-mappings.yml"
+    mappings.write_text(MAPPINGS)
+    manifest = write_manifest(str(tmp_path / "unused.yaml"), [configmap(namespace, "settings", "3")])
+    extra = base_vars(tmp_path, namespace, deploy_application="legacy", deploy_environment="test",
+                      deploy_artifact=artifact("legacy", "2.0.0", manifest))
+
+    refused = run_playbook("rollback", inventory_path, extra, tmp_path / "refused", limit=cluster.name)
+    assert refused.rc != 0 and "drop_removed" in refused.output, refused.explain()
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "2"}
+
+    extra.update(deploy_api_mappings=str(mappings), deploy_drop_removed=True)
+    done = run_playbook("rollback", inventory_path, extra, tmp_path / "done", limit=cluster.name)
+    assert done.rc == 0, done.explain()
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "1"}
+    ing = cluster.get("networking.k8s.io/v1", "Ingress", namespace, "legacy-ing")
+    assert ing["spec"]["defaultBackend"] == {"service": {"name": "web", "port": {"number": 80}}}
+    assert cluster.get("batch/v1", "CronJob", namespace, "alpha")["spec"]["suspend"] is True

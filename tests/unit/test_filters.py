@@ -9,8 +9,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
-    FilterModule, manent_audit_lines, manent_checkpoint_lines, manent_history_lines, manent_seconds,
-    manent_summary_lines, manent_table, manent_traffic_rows)
+    FilterModule, manent_audit_lines, manent_checkpoint_lines, manent_cluster_result, manent_history_lines, manent_run,
+    manent_seconds, manent_summary_lines, manent_table, manent_traffic_rows)
 
 
 def test_table_aligns_columns_and_trims_the_end():
@@ -130,5 +130,52 @@ def test_audit_lines_count_findings_and_note_each():
 
 def test_filters_are_registered():
     assert sorted(FilterModule().filters()) == [
-        "manent_audit_lines", "manent_checkpoint_lines", "manent_history_lines", "manent_seconds",
-        "manent_summary_lines", "manent_table", "manent_traffic_rows"]
+        "manent_audit_lines", "manent_checkpoint_lines", "manent_cluster_result", "manent_history_lines",
+        "manent_run", "manent_seconds", "manent_summary_lines", "manent_table", "manent_traffic_rows"]
+
+
+BASE = {"host": "eu1a", "region": "eu-1", "az": "eu-1a", "namespace": "shop"}
+APPLIED = {"status": "deployed", "changed": True, "counts": {"configured": 1, "unchanged": 3},
+           "details": {"namespace": "shop", "objects": 4, "release": "2.0.0", "previous": "1.0.0",
+                       "pruned": ["ConfigMap/shop/old"], "objects_skipped": 0},
+           "timings": {"total": 2.345}}
+
+
+def test_cluster_result_is_this_operation_alone_in_spec_shape():
+    entry = manent_cluster_result(APPLIED, BASE, {"hooks_skipped": ["Job/migrate (pre-upgrade)"]})
+    assert (entry["host"], entry["status"], entry["version"], entry["previous"]) == ("eu1a", "deployed", "2.0.0",
+                                                                                     "1.0.0")
+    assert entry["counts"] == {"configured": 1, "unchanged": 3} and entry["seconds"] == 2.3
+    assert entry["details"] == {"namespace": "shop", "objects": 4, "release": "2.0.0", "previous": "1.0.0",
+                                "pruned": ["ConfigMap/shop/old"], "helm_hooks_skipped": ["Job/migrate (pre-upgrade)"],
+                                "objects_skipped": 0}
+    assert entry["message"] == "" and entry["hooks_skipped"] == ["Job/migrate (pre-upgrade)"]
+
+
+def test_cluster_result_reads_the_version_beside_a_record_name():
+    outcome = dict(APPLIED, details=dict(APPLIED["details"], release="manent-untenanted-shop-shop-test-1a2b-2.0.0",
+                                         version="2.0.0", helm_hooks_skipped=[]))
+    outcome["host"] = "https://k8s-eu1a.example.com:6443"
+    entry = manent_cluster_result(outcome, BASE, {"hooks_skipped": ["ignored: the module says"]})
+    assert entry["version"] == "2.0.0"
+    assert (entry["host"], entry["api_server"]) == ("eu1a", "https://k8s-eu1a.example.com:6443")
+    assert entry["details"]["release"] == "manent-untenanted-shop-shop-test-1a2b-2.0.0"
+    assert entry["details"]["helm_hooks_skipped"] == []
+
+
+def test_cluster_result_of_a_failure_names_the_target_version_and_message():
+    entry = manent_cluster_result({"msg": "Deployment/shop/web: rollout failed", "counts": {"created": 1}}, BASE,
+                                  None, failed=True, version="2.0.0")
+    assert (entry["status"], entry["version"], entry["message"]) == ("failed", "2.0.0",
+                                                                     "Deployment/shop/web: rollout failed")
+    assert entry["counts"] == {"created": 1} and entry["details"]["namespace"] == "shop"
+
+
+def test_run_lists_every_cluster_as_a_target():
+    summary = {"eu1a": manent_cluster_result(APPLIED, BASE), "us1a": {"status": "not started"}}
+    run = manent_run(summary, "rollback")
+    assert (run["plugin"], run["operation"]) == ("kubernetes", "rollback")
+    assert [(t["host"], t["status"]) for t in run["targets"]] == [("eu1a", "deployed"), ("us1a", "not started")]
+    assert list(run["targets"][0])[:3] == ["host", "status", "details"]
+    assert run["targets"][0]["counts"] == {"configured": 1, "unchanged": 3}
+    assert run["targets"][1]["details"] == {}

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""History codec: ConfigMap names, labels, record and locator encoding, lock and retention (SPEC §8, §9)."""
+"""History codec: ConfigMap names, labels, record and locator encoding, lock and retention (docs/requirements.md §8, §9)."""
 
 from __future__ import annotations
 

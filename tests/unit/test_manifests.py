@@ -209,11 +209,18 @@ def test_reasonable_nesting_is_accepted():
     assert isinstance(obj["a"], list)
 
 
-def test_timestamps_stay_strings_and_duplicate_keys_last_wins():
-    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  day: 2024-01-31\n  k: one\n  k: two\n"
+def test_timestamps_stay_strings():
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  day: 2024-01-31\n  k: one\n"
     obj = parse(text, "c.yaml")[0].obj
-    assert obj["data"] == {"day": "2024-01-31", "k": "two"}
+    assert obj["data"] == {"day": "2024-01-31", "k": "one"}
     json.dumps(obj)  # serializable as sent to the API
+
+
+def test_duplicate_keys_fail_naming_both_lines():
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  k: one\n  k: two\n"
+    with pytest.raises(RenderError) as err:
+        parse(text, "c.yaml")
+    assert "c.yaml#1" in str(err.value) and "duplicate key 'k' (first at line 5)" in str(err.value)
 
 
 def test_utf8_text_and_bom():

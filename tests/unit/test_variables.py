@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Variable substitution in plain manifests (SPEC §2)."""
+"""Variable substitution in plain manifests (docs/requirements.md §2)."""
 
 from __future__ import annotations
 

@@ -273,7 +273,8 @@ def test_on_progress_is_called_at_most_every_ten_seconds_with_pending_refs():
     calls = []
     clock = FakeClock()
     result, _fetch, _clock = run([web, db], {ref(web): slow, ref(db): [db]}, clock=clock, interval=1.0,
-                                 on_progress=lambda refs: calls.append((clock.elapsed, refs)))
+                                 on_progress=lambda workloads: calls.append(
+                                     (clock.elapsed, [w.ref for w in workloads if not w.done])))
     assert result[0]["seconds"] == 25.0
     assert calls == [(10.0, ["Deployment/shop/web"]), (20.0, ["Deployment/shop/web"])]
 

@@ -1,0 +1,623 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""make bench: manent against kubectl, Helm 3, Helm 4 and kubernetes.core's k8s module, side by side in one run.
+
+    python bench/bench.py run    [--sizes 30,300,3000] [--runs 3] [--tools ...] [--no-remote] [--out .build/bench]
+    python bench/bench.py report [--out .build/bench]     # BENCHMARKS.md and docs/bench.png from results.json
+
+Run it with the bench virtualenv (bench/requirements.txt; `make bench` builds it). Every tool deploys the
+same objects (bench/gen.py; for Helm the chart bench/chart/manent-bench, packaged with the pinned helm at
+bench time) into its own fresh namespace of one local cluster, in this order of scenarios:
+
+    install   first install                         (waits off where the tool allows it)
+    noop      the same release again: nothing changed
+    image     the image of one Deployment changed
+    prune     the last 10 % of the objects removed  (kubectl: ApplySet prune; k8s: a state=absent task)
+    rollback  back to the release before the prune  (kubectl, k8s: re-apply the old file; helm rollback;
+                                                     manent: history rollback)
+    check     check mode / server dry run of another image change
+
+then, in a second fresh namespace, `install+wait`: the first install with the tool's own rollout wait.
+Each (tool, size) sequence runs --runs times; BENCHMARKS.md shows medians. The remote section puts a
+50 ms-per-round-trip delay proxy (hack/tcpproxy.py, loopback) in front of each API server.
+Clusters: the running local clusters (.clusters/inventory.yml), started with hack/clusters.py up when
+none run (and then stopped at the end: the bench never stops clusters it did not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import ssl
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import gen  # noqa: E402  pylint: disable=wrong-import-position
+
+SCENARIOS = ("install", "noop", "image", "prune", "rollback", "check", "install+wait")
+SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image": "one image changed",
+                   "prune": "10 % removed (prune)", "rollback": "rollback", "check": "check mode (dry run)",
+                   "install+wait": "first install + rollout wait"}
+TOOLS = ("manent-role", "manent-modules", "kubectl", "helm3", "helm4", "k8s")
+TOOL_TITLES = {"manent-role": "manent, role (ansible-playbook playbooks/deploy.yml)",
+               "manent-modules": "manent, modules (render + apply playbook)",
+               "manent-apply": "manent apply task alone (from the modules playbook)",
+               "kubectl": "kubectl apply --server-side (ApplySet prune)",
+               "helm3": "helm 3 upgrade --install",
+               "helm4": "helm 4 upgrade --install",
+               "k8s": "kubernetes.core k8s module (ansible-playbook)"}
+IMAGE_CHANGED = "registry.k8s.io/pause:3.9"
+IMAGE_CHECK = "registry.k8s.io/pause:3.8"
+RELEASE = "bench"
+CMD_TIMEOUT = 1800
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def versions_env():
+    out = {}
+    with open(os.path.join(ROOT, "hack", "versions.env"), encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                key, value = line.split("=", 1)
+                out[key] = value
+    return out
+
+
+def cache_dir():
+    return os.environ.get("MANENT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "manent")
+
+
+# --------------------------------------------------------------------------- clusters
+
+
+class Cluster:
+    """One API server of the local clusters' inventory (admin token, loopback)."""
+
+    def __init__(self, name, hostvars):
+        self.name = name
+        self.vars = dict(hostvars)
+        self.url = hostvars["manent_api_server"]
+        self.ca_file = hostvars["manent_ca_file"]
+        token = hostvars["manent_token"]
+        self.token_file = token[len("file:"):] if token.startswith("file:") else None
+        if self.token_file:
+            with open(self.token_file, encoding="utf-8") as handle:
+                self.token = handle.read().strip()
+        else:
+            self.token = token
+        self._ctx = ssl.create_default_context(cafile=self.ca_file)
+
+    def request(self, method, path, body=None, timeout=30):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self._ctx, timeout=timeout) as resp:
+                raw = resp.read()
+                try:
+                    return resp.status, json.loads(raw or b"{}")
+                except ValueError:  # /readyz answers "ok"
+                    return resp.status, {}
+        except urllib.error.HTTPError as err:
+            return err.code, {}
+
+    def healthy(self):
+        try:
+            return self.request("GET", "/readyz", timeout=20)[0] == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def version(self):
+        return self.request("GET", "/version")[1].get("gitVersion", "?")
+
+    def create_namespace(self, name):
+        code, _ = self.request("POST", "/api/v1/namespaces",
+                               {"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": name, "labels": {"bench.manent.io/bench": "true"}}})
+        if code not in (200, 201, 409):
+            raise RuntimeError("cannot create namespace %s in %s: HTTP %s" % (name, self.name, code))
+
+    def delete_namespace(self, name, wait=600):
+        self.request("DELETE", "/api/v1/namespaces/" + name)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.request("GET", "/api/v1/namespaces/" + name)[0] == 404:
+                return
+            time.sleep(1)
+        log("namespace %s in %s still terminating after %ss, going on" % (name, self.name, wait))
+
+    def kubeconfig(self, path, server=None):
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": self.name,
+                  "clusters": [{"name": self.name, "cluster": {"server": server or self.url,
+                                                              "certificate-authority": self.ca_file}}],
+                  "users": [{"name": "admin", "user": {"token": self.token}}],
+                  "contexts": [{"name": self.name, "context": {"cluster": self.name, "user": "admin"}}]}
+        with open(path, "w", encoding="utf-8") as handle:
+            yaml.safe_dump(config, handle)
+        os.chmod(path, 0o600)
+        return path
+
+
+def load_clusters(inventory):
+    with open(inventory, encoding="utf-8") as handle:
+        inv = yaml.safe_load(handle)
+    return [Cluster(name, hv) for name, hv in inv["all"]["hosts"].items()]
+
+
+def ensure_clusters(inventory, python):
+    """The running local clusters, or clusters started now (second value True: this run started them).
+    python: the interpreter of hack/clusters.py (the dev virtualenv: it needs cryptography)."""
+    state = os.path.join(os.path.dirname(os.path.abspath(inventory)), "state.json")
+    if os.path.exists(state) or os.path.abspath(inventory) != os.path.join(ROOT, ".clusters", "inventory.yml"):
+        # Clusters someone else started: never start, restart or stop them here (hack/clusters.py up would
+        # restart clusters it finds unhealthy, e.g. slow to answer on a loaded machine).
+        deadline = time.monotonic() + 120
+        while True:
+            clusters = load_clusters(inventory) if os.path.exists(inventory) else []
+            if clusters and all(c.healthy() for c in clusters):
+                return clusters, False
+            if time.monotonic() > deadline:
+                raise SystemExit("bench: the clusters of %s do not answer /readyz; check them (make clusters-status) "
+                                 "and rerun" % inventory)
+            time.sleep(5)
+    log("no local clusters (no .clusters/state.json): starting them with hack/clusters.py up")
+    subprocess.run([python, os.path.join(ROOT, "hack", "clusters.py"), "up"], cwd=ROOT, check=True)
+    return load_clusters(inventory), True
+
+
+def write_inventory(path, clusters, python, servers=None):
+    """An inventory of the clusters for the bench playbooks: modules run with the bench venv's python, and
+    every host is in one region (one wave), so deploy_parallel can deploy them all at once."""
+    hosts = {}
+    for c in clusters:
+        hv = dict(c.vars)
+        hv["ansible_python_interpreter"] = python
+        hv["region"] = "bench"
+        if servers:
+            hv["manent_api_server"] = servers[c.name]
+        hosts[c.name] = hv
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"all": {"hosts": hosts}}, handle, sort_keys=False)
+    return path
+
+
+# --------------------------------------------------------------------------- running and timing
+
+
+class Step:
+    """One command to time: argv, environment additions, and the task whose seconds to keep (timer)."""
+
+    def __init__(self, argv, env=None, timer_task=None):
+        self.argv = argv
+        self.env = env or {}
+        self.timer_task = timer_task
+
+
+class Failed(Exception):
+    pass
+
+
+def run_steps(steps, workdir):
+    """Run steps one after the other; returns (seconds, seconds of the timed task or None)."""
+    total = 0.0
+    task_seconds = None
+    for step in steps:
+        env = dict(os.environ)
+        env.update(step.env)
+        timer = None
+        if step.timer_task:
+            timer = os.path.join(workdir, "timer-%s.json" % uuid.uuid4().hex[:8])
+            env.update({"BENCH_TIMER_FILE": timer, "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
+                        "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins")})
+        start = time.monotonic()
+        proc = subprocess.run(step.argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CMD_TIMEOUT,
+                              check=False)
+        total += time.monotonic() - start
+        if proc.returncode != 0:
+            out = (proc.stdout + proc.stderr)[-3000:]
+            raise Failed("%s -> rc=%d\n%s" % (" ".join(step.argv[:6]), proc.returncode, out))
+        if timer and os.path.exists(timer):
+            with open(timer, encoding="utf-8") as handle:
+                records = json.load(handle)
+            found = [r["seconds"] for r in records if step.timer_task in r["task"]]
+            if found:
+                task_seconds = (task_seconds or 0.0) + max(found)
+            os.unlink(timer)
+    return total, task_seconds
+
+
+def sha256(path):
+    import hashlib  # pylint: disable=import-outside-toplevel
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+class Release:
+    """The files of one benchmark size: plain manifests per state, the removed objects, the chart."""
+
+    def __init__(self, workdir, size, chart):
+        self.size = size
+        self.keep = size - size // 10
+        d = os.path.join(workdir, "manifests-%d" % size)
+        os.makedirs(d, exist_ok=True)
+        self.files = {
+            "v1": gen.write(os.path.join(d, "v1.yaml"), size),
+            "v2": gen.write(os.path.join(d, "v2.yaml"), size, image_of_first=IMAGE_CHANGED),
+            "v3": gen.write(os.path.join(d, "v3.yaml"), size, keep=self.keep, image_of_first=IMAGE_CHANGED),
+            "v4": gen.write(os.path.join(d, "v4.yaml"), size, image_of_first=IMAGE_CHECK),
+        }
+        removed = [o for o in gen.objects(size, image_of_first=IMAGE_CHANGED)[self.keep:]]
+        self.removed = os.path.join(d, "removed.yaml")
+        with open(self.removed, "w", encoding="utf-8") as handle:
+            yaml.safe_dump_all(removed, handle, sort_keys=False)
+        self.chart = chart
+        self.values = {"v1": ["count=%d" % size],
+                       "v2": ["count=%d" % size, "imageOfFirst=%s" % IMAGE_CHANGED],
+                       "v3": ["count=%d" % size, "keep=%d" % self.keep, "imageOfFirst=%s" % IMAGE_CHANGED],
+                       "v4": ["count=%d" % size, "imageOfFirst=%s" % IMAGE_CHECK]}
+
+
+# State each scenario deploys, the version manent records, and whether it is a dry run.
+PLAN = {"install": ("v1", "1"), "noop": ("v1", "1"), "image": ("v2", "2"), "prune": ("v3", "3"),
+        "rollback": ("v2", "2"), "check": ("v4", "4"), "install+wait": ("v1", "1")}
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.out = os.path.abspath(args.out)
+        self.work = os.path.join(self.out, "work")
+        os.makedirs(self.work, exist_ok=True)
+        self.cache = cache_dir()
+        self.v = versions_env()
+        self.python = sys.executable
+        self.bin = os.path.dirname(sys.executable)
+        self.kubectl = os.path.join(self.cache, "kubectl-%s" % self.v["K8S_VERSION"], "bin", "kubectl")
+        self.helm = {"helm3": os.path.join(self.cache, "helm-%s" % self.v["HELM_VERSION"], "bin", "helm"),
+                     "helm4": os.path.join(self.cache, "helm-%s" % self.v.get("HELM4_VERSION", "none"), "bin", "helm")}
+        self.missing = {}
+        for tool, path in (("kubectl", self.kubectl), ("helm3", self.helm["helm3"]), ("helm4", self.helm["helm4"])):
+            if not os.path.exists(path):
+                self.missing[tool] = "not built (%s missing; hack/build-tools.sh bench)" % path
+        self.scenarios = [x for x in args.scenarios.split(",") if x]
+        self.results = []
+        self.results_file = os.path.join(self.out, "results.json")
+
+    # ----------------------------------------------------------------- common helpers
+    def ansible_env(self):
+        return {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_STDOUT_CALLBACK": "default",
+                "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections"),
+                "ANSIBLE_LOCAL_TEMP": os.path.join(self.work, "ansible-tmp"),
+                "PATH": self.bin + os.pathsep + os.environ.get("PATH", "")}
+
+    def playbook(self, path, inventory, extra, limit=None, check=False, timer_task=None):
+        vars_file = os.path.join(self.work, "vars-%s.json" % uuid.uuid4().hex[:8])
+        with open(vars_file, "w", encoding="utf-8") as handle:
+            json.dump(extra, handle)
+        argv = [os.path.join(self.bin, "ansible-playbook"), "-i", inventory, path, "-e", "@" + vars_file]
+        if limit:
+            argv += ["-l", limit]
+        if check:
+            argv.append("--check")
+        return Step(argv, self.ansible_env(), timer_task)
+
+    def package_chart(self):
+        """Package bench/chart/manent-bench with the pinned helm 3 (like hack/package-test-charts.sh)."""
+        dest = os.path.join(self.work, "chart")
+        os.makedirs(dest, exist_ok=True)
+        scratch = os.path.join(self.work, "chart-src")
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(os.path.join(HERE, "chart", "manent-bench"), os.path.join(scratch, "manent-bench"))
+        subprocess.run(["env", "-i", "HOME=" + scratch, "PATH=/usr/bin:/bin", self.helm["helm3"], "package",
+                        os.path.join(scratch, "manent-bench"), "--destination", dest],
+                       check=True, capture_output=True)
+        return os.path.join(dest, "manent-bench-0.1.0.tgz")
+
+    # ----------------------------------------------------------------- per tool steps
+    def steps(self, tool, scenario, ctx):
+        """The commands of one scenario of one tool in context ctx (namespace, release files, cluster...)."""
+        state, version = PLAN[scenario]
+        rel = ctx["release"]
+        ns = ctx["namespace"]
+        wait = scenario == "install+wait"
+        check = scenario == "check"
+        if tool == "kubectl":
+            env = {"KUBECTL_APPLYSET": "true", "KUBECONFIG": ctx["kubeconfig"]}
+            argv = [self.kubectl, "apply", "--server-side", "--force-conflicts", "-n", ns, "--prune",
+                    "--applyset=" + RELEASE, "-f", rel.files[state]]
+            if check:
+                argv.append("--dry-run=server")
+            steps = [Step(argv, env)]
+            if wait:
+                steps.append(Step([self.kubectl, "wait", "-n", ns, "--for=condition=Available", "deployment", "--all",
+                                   "--timeout=300s"], env))
+            return steps
+        if tool in ("helm3", "helm4"):
+            home = os.path.join(self.work, tool + "-home")
+            env = {"HELM_CACHE_HOME": home + "/cache", "HELM_CONFIG_HOME": home + "/config",
+                   "HELM_DATA_HOME": home + "/data", "KUBECONFIG": ctx["kubeconfig"]}
+            helm = self.helm[tool]
+            if scenario == "rollback":
+                return [Step([helm, "rollback", RELEASE, "-n", ns], env)]
+            argv = [helm, "upgrade", "--install", RELEASE, rel.chart, "-n", ns]
+            for value in rel.values[state]:
+                argv += ["--set", value]
+            if check:
+                argv.append("--dry-run=server")
+            if wait:
+                argv += ["--wait", "--timeout", "5m"] if tool == "helm3" else ["--wait=watcher", "--timeout", "5m"]
+            return [Step(argv, env)]
+        if tool == "k8s":
+            extra = {"bench_manifest": rel.files[state], "bench_namespace": ns, "bench_kubeconfig": ctx["kubeconfig"],
+                     "bench_wait": wait}
+            if scenario == "prune":
+                extra["bench_removed"] = rel.removed
+            return [self.playbook(os.path.join(HERE, "playbooks", "k8s.yml"), ctx["inventory"], extra,
+                                  limit=ctx["limit"], check=check)]
+        work = os.path.join(self.work, "manent-work")
+        if tool == "manent-modules":
+            extra = {"bench_artifact": rel.files[state], "bench_sha256": sha256(rel.files[state]),
+                     "bench_version": version, "bench_namespace": ns, "bench_wait": wait, "bench_work_dir": work}
+            if scenario == "rollback":
+                return [self.playbook(os.path.join(HERE, "playbooks", "manent-rollback.yml"), ctx["inventory"], extra,
+                                      limit=ctx["limit"], timer_task="Roll back")]
+            return [self.playbook(os.path.join(HERE, "playbooks", "manent-modules.yml"), ctx["inventory"], extra,
+                                  limit=ctx["limit"], check=check, timer_task="Apply")]
+        if tool == "manent-role":
+            extra = {"deploy_artifact": {"type": "kubernetes", "name": "bench", "version": version,
+                                         "source": rel.files[state], "sha256": sha256(rel.files[state])},
+                     "deploy_application": "bench", "deploy_environment": "bench", "deploy_namespace": ns,
+                     "deploy_prune": True, "deploy_wait_timeout": "5m", "deploy_parallel": ctx.get("parallel", 1),
+                     "deploy_cache_dir": os.path.join(self.work, "artifacts"), "deploy_work_dir": work}
+            if scenario == "rollback":
+                return [self.playbook(os.path.join(ROOT, "playbooks", "rollback.yml"), ctx["inventory"], extra,
+                                      limit=ctx["limit"], timer_task="Rollback | Re-apply")]
+            return [self.playbook(os.path.join(ROOT, "playbooks", "deploy.yml"), ctx["inventory"], extra,
+                                  limit=ctx["limit"], check=check, timer_task="Deploy | Apply")]
+        raise ValueError(tool)
+
+    # ----------------------------------------------------------------- recording
+    def record(self, **kw):
+        self.results.append(kw)
+        with open(self.results_file + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump({"meta": self.meta, "results": self.results}, handle, indent=1)
+        os.replace(self.results_file + ".tmp", self.results_file)
+
+    def timed(self, section, tool, size, scenario, run, steps):
+        try:
+            seconds, task_seconds = run_steps(steps, self.work)
+        except (Failed, subprocess.TimeoutExpired) as err:
+            log("%s %s %d %s run %d FAILED: %s" % (section, tool, size, scenario, run, str(err)[-1500:]))
+            self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False,
+                        error=str(err)[-600:])
+            return False
+        log("%s %-14s %5d %-13s run %d: %6.2f s%s" % (section, tool, size, scenario, run, seconds,
+                                                      "" if task_seconds is None else " (task %.2f s)" % task_seconds))
+        self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=True,
+                    seconds=round(seconds, 3), task_seconds=None if task_seconds is None else round(task_seconds, 3))
+        return True
+
+    # ----------------------------------------------------------------- sections
+    def local(self, cluster, inventory, tools, sizes, runs):
+        kubeconfig = cluster.kubeconfig(os.path.join(self.work, "kubeconfig-%s" % cluster.name))
+        for size in sizes:
+            rel = Release(self.work, size, self.chart)
+            for run in range(1, runs + 1):
+                for tool in tools:
+                    if tool in self.missing:
+                        continue
+                    ns = "bench-%s-%d-%s" % (tool.replace("+", ""), size, uuid.uuid4().hex[:5])
+                    ctx = {"release": rel, "namespace": ns, "kubeconfig": kubeconfig, "inventory": inventory,
+                           "limit": cluster.name}
+                    cluster.create_namespace(ns)
+                    try:
+                        for scenario in [x for x in SCENARIOS[:-1] if x in self.scenarios]:
+                            if not self.timed("local", tool, size, scenario, run, self.steps(tool, scenario, ctx)):
+                                break
+                    finally:
+                        cluster.delete_namespace(ns)
+                    if "install+wait" not in self.scenarios:
+                        continue
+                    ns = ctx["namespace"] = ns + "-w"
+                    cluster.create_namespace(ns)
+                    try:
+                        self.timed("local", tool, size, "install+wait", run, self.steps(tool, "install+wait", ctx))
+                    finally:
+                        cluster.delete_namespace(ns)
+
+    def remote(self, clusters, size, runs, delay_ms):
+        """manent (1 cluster, 3 clusters in parallel) and kubectl over a delay proxy per API server."""
+        sys.path.insert(0, os.path.join(ROOT, "hack"))
+        from tcpproxy import Proxy  # pylint: disable=import-outside-toplevel
+        proxies, servers = [], {}
+        try:
+            for c in clusters:
+                host, port = c.url.split("://", 1)[1].rsplit(":", 1)
+                proxy = Proxy((host, int(port)))
+                proxy.set(delay_ms=delay_ms)
+                servers[c.name] = "https://127.0.0.1:%d" % proxy.start()
+                proxies.append(proxy)
+            inventory = write_inventory(os.path.join(self.work, "inventory-remote.yml"), clusters, self.python, servers)
+            first = clusters[0]
+            kubeconfig = first.kubeconfig(os.path.join(self.work, "kubeconfig-remote"), server=servers[first.name])
+            rel = Release(self.work, size, self.chart)
+            cases = [("manent-role", 1), ("manent-role", len(clusters)), ("manent-modules", 1), ("kubectl", 1)]
+            for run in range(1, runs + 1):
+                for tool, count in cases:
+                    if tool in self.missing:
+                        continue
+                    targets = clusters[:count]
+                    label = "%s x%d" % (tool, count)
+                    ns = "bench-remote-%s-%s" % (tool, uuid.uuid4().hex[:5])
+                    ctx = {"release": rel, "namespace": ns, "kubeconfig": kubeconfig, "inventory": inventory,
+                           "limit": ",".join(c.name for c in targets), "parallel": count}
+                    for c in targets:
+                        c.create_namespace(ns)
+                    try:
+                        for scenario in ("install", "noop"):
+                            if not self.timed("remote", label, size, scenario, run, self.steps(tool, scenario, ctx)):
+                                break
+                    finally:
+                        for c in targets:
+                            c.delete_namespace(ns)
+        finally:
+            for proxy in proxies:
+                proxy.stop()
+
+    # ----------------------------------------------------------------- metadata
+    def tool_versions(self, cluster):
+        def out(argv):
+            try:
+                return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+            except OSError as err:
+                return "unavailable (%s)" % err
+        versions = {"control plane (kube-apiserver, kwok nodes)": "%s (hack/versions.env K8S_VERSION %s, kwok %s)" % (
+            cluster.version(), self.v["K8S_VERSION"], self.v["KWOK_VERSION"])}
+        if "kubectl" in self.missing:
+            versions["kubectl"] = self.missing["kubectl"]
+        else:
+            client = json.loads(out([self.kubectl, "version", "--client", "-o", "json"]) or "{}")
+            versions["kubectl"] = "%s (built from k8s.io/kubernetes %s)" % (
+                client.get("clientVersion", {}).get("gitVersion", "?"), self.v["K8S_VERSION"])
+        for tool in ("helm3", "helm4"):
+            versions[tool] = self.missing.get(tool) or out([self.helm[tool], "version", "--short"])
+        ansible = out([os.path.join(self.bin, "ansible"), "--version"]).splitlines()
+        versions["ansible-core"] = ansible[0] if ansible else "?"
+        try:
+            import importlib.metadata as md  # pylint: disable=import-outside-toplevel
+            versions["ansible (PyPI package)"] = md.version("ansible")
+            versions["kubernetes (Python client)"] = md.version("kubernetes")
+            import ansible_collections.kubernetes.core as kc  # pylint: disable=import-outside-toplevel
+            with open(os.path.join(list(kc.__path__)[0], "MANIFEST.json"), encoding="utf-8") as handle:
+                versions["kubernetes.core"] = json.load(handle)["collection_info"]["version"]
+        except Exception as err:  # pylint: disable=broad-except
+            versions["kubernetes.core"] = "unavailable (%s)" % err
+        with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+            galaxy = yaml.safe_load(handle)
+        commit = out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+        dirty = out(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+        versions["manent.kubernetes"] = "%s (commit %s%s)" % (galaxy.get("version"), commit,
+                                                              ", with uncommitted changes" if dirty else "")
+        versions["python"] = platform.python_version()
+        return versions
+
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as handle:
+            mem = "%.1f GiB" % (int(handle.readline().split()[1]) / 1048576)
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "os": platform.platform()}
+
+
+def cmd_run(args):
+    bench = Bench(args)
+    inventory = os.path.abspath(args.inventory)
+    clusters, started = ensure_clusters(inventory, args.clusters_python)
+    try:
+        by_name = {c.name: c for c in clusters}
+        cluster = by_name.get(args.host) or clusters[0]
+        tools = [t for t in args.tools.split(",") if t]
+        sizes = [int(x) for x in args.sizes.split(",") if x]
+        previous = None
+        if args.append and os.path.exists(bench.results_file):
+            with open(bench.results_file, encoding="utf-8") as handle:
+                previous = json.load(handle)
+        bench.meta = {"started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                      "command": args.command_line or " ".join(["python", "bench/bench.py"] + sys.argv[1:]),
+                      "machine": machine(), "load_before": os.getloadavg(), "runs": args.runs, "sizes": sizes,
+                      "cluster": cluster.name, "missing": bench.missing, "delay_ms": args.delay_ms,
+                      "remote_size": args.remote_size if not args.no_remote else None,
+                      "versions": bench.tool_versions(cluster), "notes": list(args.note)}
+        if previous:  # --append: add this run's sections to the results already there
+            bench.results = [r for r in previous["results"] if r.get("section") != "meta"]
+            old_meta = previous["meta"]
+            old_meta["notes"] = old_meta.get("notes", []) + list(args.note)
+            for key in ("remote_size", "delay_ms"):
+                if bench.meta[key]:
+                    old_meta[key] = bench.meta[key]
+            bench.meta = old_meta
+        bench.chart = bench.package_chart()
+        inv = write_inventory(os.path.join(bench.work, "inventory.yml"), clusters, bench.python)
+        log("tools %s, sizes %s, %d runs, cluster %s; missing: %s" % (tools, sizes, args.runs, cluster.name,
+                                                                       bench.missing or "none"))
+        if sizes:
+            bench.local(cluster, inv, tools, sizes, args.runs)
+        if not args.no_remote:
+            bench.remote(clusters, args.remote_size, args.runs, args.delay_ms)
+        bench.meta["load_after"] = os.getloadavg()
+        bench.meta["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        bench.record(section="meta", tool="", size=0, scenario="", run=0, ok=True)
+    finally:
+        if started:
+            log("stopping the clusters this run started")
+            subprocess.run([args.clusters_python, os.path.join(ROOT, "hack", "clusters.py"), "down"], cwd=ROOT,
+                           check=False)
+    import report  # pylint: disable=import-outside-toplevel
+    report.main(["--out", args.out])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--sizes", default="30,300")
+    run.add_argument("--runs", type=int, default=3)
+    run.add_argument("--tools", default=",".join(TOOLS))
+    run.add_argument("--inventory", default=os.path.join(ROOT, ".clusters", "inventory.yml"))
+    run.add_argument("--host", default="", help="cluster of the local section (default: the first)")
+    run.add_argument("--out", default=os.path.join(ROOT, ".build", "bench"))
+    run.add_argument("--no-remote", action="store_true")
+    run.add_argument("--scenarios", default=",".join(SCENARIOS), help="local scenarios to run (default: all)")
+    run.add_argument("--append", action="store_true", help="add to the results of the previous run in --out")
+    run.add_argument("--note", action="append", default=[], help="a line for the Notes of BENCHMARKS.md")
+    run.add_argument("--remote-size", type=int, default=300)
+    run.add_argument("--delay-ms", type=int, default=50)
+    run.add_argument("--clusters-python", default="python3",
+                     help="python for hack/clusters.py when the clusters must be started (make bench: the dev venv)")
+    run.add_argument("--command-line", default="", help="the command to reproduce, as written in BENCHMARKS.md")
+    rep = sub.add_parser("report")
+    rep.add_argument("--out", default=os.path.join(ROOT, ".build", "bench"))
+    args = parser.parse_args(argv)
+    if args.cmd == "run":
+        cmd_run(args)
+    else:
+        import report  # pylint: disable=import-outside-toplevel
+        report.main(["--out", args.out])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hostile and broken input through the real modules and the real clusters (issue 14): each case runs
+manent_render, manent_apply or manent_history as Ansible runs them (the module file, its JSON arguments, its JSON
+result), must fail with a message naming the file/document/field/record at fault, and must write nothing: the
+resourceVersions of every object in the test namespace, the cluster's namespaces and its cluster-wide RBAC objects
+are the same before and after.
+
+Inputs are generated at test time (tests/unit/test_hostile_input.py has the pure input cases).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import stamp
+from tests.helpers import helm_binary
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from tests.integration.deploy_helpers import configmap, deploy, versions
+from tests.reliability import record
+
+pytestmark = pytest.mark.integration
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTIONS = os.path.join(ROOT, ".build", "collections")
+MODULES = os.path.join(ROOT, "plugins", "modules")
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: v\n"
+CLUSTER_WIDE = (("v1", "Namespace"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+                ("rbac.authorization.k8s.io/v1", "ClusterRole"))
+
+
+# --------------------------------------------------------------------------- running modules
+
+
+def run_module(name, tmp_path, **args):
+    """Run plugins/modules/<name>.py with ``args`` the way Ansible does; (failed, result)."""
+    path = tmp_path / ("%s-args.json" % name)
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=COLLECTIONS, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
+    proc = subprocess.run([sys.executable, os.path.join(MODULES, name + ".py"), str(path)], capture_output=True,
+                          text=True, timeout=300, check=False, env=env, cwd=str(tmp_path))
+    try:
+        result = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        pytest.fail("%s printed no JSON result:\n%s\n%s" % (name, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return bool(result.get("failed")), result
+
+
+def key_of_test(namespace):
+    """A release key of this test alone (other tests run at the same time on the same clusters)."""
+    return ReleaseKey(application="h-" + namespace, artifact="hostile", environment="test")
+
+
+def connection(cluster, namespace, tmp_path):
+    key = key_of_test(namespace)
+    return {"api_server": cluster.url, "token": cluster.token, "ca_file": cluster.ca_file,
+            "application": key.application, "artifact_name": key.artifact, "environment": key.environment,
+            "namespace": namespace, "work_dir": str(tmp_path / "work")}
+
+
+def snapshot(cluster, namespace):
+    """What a write would change: every object of ``namespace`` by resourceVersion, and the cluster-wide objects
+    (Namespaces, ClusterRoles, ClusterRoleBindings) of this test's release key."""
+    # What the controllers add to a fresh namespace (at any moment after it was created) is not a write of ours.
+    state = {name: version for name, version in versions(cluster, namespace).items()
+             if name not in ("ConfigMap/kube-root-ca.crt", "ServiceAccount/default")}
+    selector = "manent.io/application=%s" % key_of_test(namespace).application
+    for api_version, kind in CLUSTER_WIDE:
+        for obj in cluster.list(api_version, kind, selector=selector):
+            state["%s/%s" % (kind, obj["metadata"]["name"])] = obj["metadata"]["resourceVersion"]
+    return state
+
+
+def refused(case, cluster, namespace, run, *expected):
+    """``run()`` -> (failed, result) must fail naming ``expected`` and leave the cluster as it was."""
+    before = snapshot(cluster, namespace)
+    try:
+        failed, result = run()
+        message = result.get("msg", "")
+        assert failed, "%s: the module did not fail: %s" % (case, json.dumps(result)[:2000])
+        for text in expected:
+            assert text in message, "%s: %r not in %r" % (case, text, message)
+        assert snapshot(cluster, namespace) == before, "%s: something was written" % case
+        assert cluster.token not in json.dumps(result)
+    except BaseException:
+        record("input", case, False, source=__name__)
+        raise
+    record("input", case, True, detail=message[:300], source=__name__)
+    return result
+
+
+# --------------------------------------------------------------------------- artifacts
+
+
+def _file(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return str(path)
+
+
+def _targz(tmp_path, name, members):
+    """members: (name, bytes) for files, (name, None, linkname) for symlinks."""
+    path = tmp_path / name
+    with tarfile.open(str(path), "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for member in members:
+            info = tarfile.TarInfo(member[0])
+            info.mode = 0o644
+            if member[1] is None:
+                info.type, info.linkname = tarfile.SYMTYPE, member[2]
+                tar.addfile(info)
+            else:
+                info.size = len(member[1])
+                tar.addfile(info, io.BytesIO(member[1]))
+    return str(path)
+
+
+def _chart(tmp_path, templates, chart_yaml=None, name="hostile"):
+    chart_yaml = chart_yaml or "apiVersion: v2\nname: %s\nversion: 0.1.0\n" % name
+    members = [("%s/Chart.yaml" % name, chart_yaml.encode()), ("%s/values.yaml" % name, b"{}\n")]
+    members += [("%s/templates/%s" % (name, file), text.encode()) for file, text in templates.items()]
+    return _targz(tmp_path, "%s-0.1.0.tgz" % name, members)
+
+
+def _sha(path):
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+LAUGHS = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\na0: &a0 [%s]\n" % ", ".join(['"lol"'] * 10) + \
+    "".join("a%d: &a%d [%s]\n" % (n, n, ", ".join(["*a%d" % (n - 1)] * 10)) for n in range(1, 10))
+LOOP = ('{{- range $i := until 100000 }}{{- range $j := until 100000 }}{{- end }}{{- end }}\n' + CM)
+RECURSE = '{{- define "loop" }}{{ include "loop" . }}{{- end }}{{ include "loop" . }}\n'
+GARBAGE = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n  : : [\n"
+LOOKUP = ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: looked\ndata:\n  found: '
+          '"{{ len (lookup "v1" "Secret" "kube-system" "") }}"\n')
+OUTSIDE = ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: files\ndata:\n  passwd: '
+           '{{ .Files.Get "../../../../../../etc/passwd" | quote }}\n  hostname: {{ .Files.Get "/etc/hostname" | quote }}\n')
+
+RENDER_CASES = [
+    # (case, build(tmp_path) -> (artifact, extra module args), expected texts in msg)
+    ("module: archive with ../ path", lambda t: (_targz(t, "a.tar.gz", [("../evil.yaml", CM.encode())]), {}),
+     ("a.tar.gz", "../evil.yaml")),
+    ("module: archive with a symlink", lambda t: (_targz(t, "a.tar.gz", [("pw.yaml", None, "/etc/passwd")]), {}),
+     ("a.tar.gz", "symbolic link")),
+    ("module: YAML alias bomb", lambda t: (_file(t, "bomb.yaml", LAUGHS), {}), ("bomb.yaml#1", "alias")),
+    ("module: duplicate keys", lambda t: (_file(t, "dup.yaml", CM + "  k: again\n"), {}),
+     ("dup.yaml#1", "duplicate key 'k'")),
+    ("module: non-UTF-8 manifest", lambda t: (_file(t, "bin.yaml", b"kind: \xff\xfe\n"), {}),
+     ("bin.yaml", "not UTF-8")),
+    ("module: invalid object name among valid objects",
+     lambda t: (_file(t, "app.yaml", CM + "---\n" + CM.replace("name: cfg", "name: Bad_Name")), {}),
+     ("app.yaml#2", "metadata.name 'Bad_Name'")),
+    ("module: invalid label value", lambda t: (_file(t, "app.yaml", CM.replace(
+        "  name: cfg\n", "  name: cfg\n  labels: {tier: 'front end'}\n")), {}), ("app.yaml#1", "metadata.labels.tier")),
+    ("module: invalid namespace on an object", lambda t: (_file(t, "app.yaml", CM.replace(
+        "  name: cfg\n", "  name: cfg\n  namespace: Not_Valid\n")), {}), ("app.yaml#1", "'Not_Valid'")),
+    ("module: kind the cluster does not serve", lambda t: (_file(t, "app.yaml", CM.replace(
+        "kind: ConfigMap", "kind: ConfigMapp")), {}), ("app.yaml#1", "does not serve")),
+    ("module: artifact sha256 mismatch", lambda t: (_file(t, "app.yaml", CM), {"artifact_sha256": "ab" * 32}),
+     ("app.yaml", "sha256 mismatch")),
+    ("module: helm binary sha256 mismatch", lambda t: (_chart(t, {"cm.yaml": CM}), {"helm_sha256": "cd" * 32}),
+     ("helm.sha256", "expected " + "cd" * 32)),
+    ("module: chart template that loops", lambda t: (_chart(t, {"loop.yaml": LOOP}), {"helm_timeout": "3s"}),
+     ("helm.timeout", "did not finish within")),
+    ("module: chart template that recurses", lambda t: (_chart(t, {"loop.yaml": RECURSE}), {}),
+     ("hostile-0.1.0.tgz", "helm template failed")),
+    ("module: chart emitting garbage", lambda t: (_chart(t, {"garbage.yaml": GARBAGE}), {}),
+     ("hostile-0.1.0.tgz", "templates/garbage.yaml")),
+    ("module: invalid Chart.yaml", lambda t: (_chart(t, {"cm.yaml": CM}, chart_yaml="apiVersion: v2\nname: [x\n"), {}),
+     ("hostile-0.1.0.tgz", "helm template failed")),
+    ("module: helm_value that is not valid YAML", lambda t: (_chart(t, {"cm.yaml": CM}),
+                                                             {"helm_value": {"image.tag": "{unclosed"}}),
+     ("helm_value.image.tag", "not valid YAML")),
+    ("module: helm_values alias bomb", lambda t: (_chart(t, {"cm.yaml": CM}), {"helm_values": LAUGHS}),
+     ("helm_values", "alias")),
+]
+
+
+@pytest.mark.parametrize("case, build, expected", RENDER_CASES, ids=[row[0] for row in RENDER_CASES])
+def test_render_refuses_hostile_input_without_writing(cluster, namespace, tmp_path, case, build, expected):
+    path, extra = build(tmp_path)
+    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0",
+                helm_command=helm_binary(), bundle=str(tmp_path / "bundle.json"))
+    args.setdefault("artifact_sha256", _sha(path))
+    args.update(extra)
+    refused(case, cluster, namespace, lambda: run_module("manent_render", tmp_path, **args), *expected)
+    assert not os.path.exists(args["bundle"]), "no bundle may be written for refused input"
+
+
+def test_chart_lookup_and_outside_files_stay_inside(cluster, namespace, tmp_path):
+    """``lookup`` answers empty (helm never talks to the cluster) and ``.Files.Get`` cannot reach outside the
+    chart: the chart renders, and nothing of the cluster's Secrets or the worker's files gets in."""
+    case = "module: chart that tries lookup and reads files outside itself"
+    path = _chart(tmp_path, {"lookup.yaml": LOOKUP, "files.yaml": OUTSIDE})
+    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0", artifact_sha256=_sha(path),
+                helm_command=helm_binary(), bundle=str(tmp_path / "bundle.json"))
+    before = snapshot(cluster, namespace)
+    try:
+        failed, result = run_module("manent_render", tmp_path, **args)
+        assert not failed, result
+        with open(args["bundle"], encoding="utf-8") as handle:
+            objects = {obj["metadata"]["name"]: obj for obj in json.load(handle)["objects"]}
+        assert objects["looked"]["data"]["found"] == "0"
+        assert objects["files"]["data"] == {"passwd": "", "hostname": ""}
+        assert snapshot(cluster, namespace) == before
+    except BaseException:
+        record("input", case, False, source=__name__)
+        raise
+    record("input", case, True, detail="lookup answered empty; .Files.Get outside the chart answered empty",
+           source=__name__)
+
+
+def test_apply_refuses_a_bundle_edited_after_render(cluster, namespace, tmp_path):
+    """A bundle changed between manent_render and manent_apply (a valid object, then an invalid one) is refused
+    whole before the first write: no Namespace, no history, no object."""
+    path = _file(tmp_path, "app.yaml", CM + "---\n" + CM.replace("name: cfg", "name: other"))
+    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0", artifact_sha256=_sha(path),
+                bundle=str(tmp_path / "bundle.json"))
+    failed, result = run_module("manent_render", tmp_path, **args)
+    assert not failed, result
+    with open(args["bundle"], encoding="utf-8") as handle:
+        data = json.load(handle)
+    data["objects"][-1]["metadata"]["name"] = "Evil/../Name"
+    with open(args["bundle"], "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    apply_args = {name: value for name, value in connection(cluster, namespace, tmp_path).items()
+                  if name in ("api_server", "token", "ca_file", "work_dir")}
+    apply_args.update(bundle=args["bundle"], wait=False)
+    refused("module: bundle edited after render", cluster, namespace,
+            lambda: run_module("manent_apply", tmp_path, **apply_args), "bundle", "metadata.name 'Evil/../Name'")
+
+
+# --------------------------------------------------------------------------- tampered history
+
+
+def _packed(objects):
+    return base64.b64encode(gzip.compress(json.dumps(objects).encode())).decode()
+
+
+def _stamped(obj, namespace):
+    return stamp(obj, Release(key_of_test(namespace), "1.0.0", "d1"))
+
+
+TAMPER = [
+    ("history: record with bad gzip", lambda cm, ns: cm["binaryData"].update(
+        {hc.OBJECTS_KEY: base64.b64encode(b"\x1f\x8b\x08garbage").decode()}), ("objects are corrupt",)),
+    ("history: record with the wrong schema", lambda cm, ns: cm["binaryData"].update(
+        {hc.OBJECTS_KEY: _packed({"objects": "none"})}), ("not a list of objects",)),
+    ("history: record holding an object outside the release namespace", lambda cm, ns: cm["binaryData"].update(
+        {hc.OBJECTS_KEY: _packed([_stamped({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                            "metadata": {"name": "grab", "namespace": "kube-system"},
+                                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                        "kind": "ClusterRole", "name": "cluster-admin"},
+                                            "subjects": [{"kind": "Group", "name": "system:authenticated"}]}, ns)])}),
+     ("RoleBinding/kube-system/grab", "outside the release namespace")),
+    ("history: record holding another release's objects", lambda cm, ns: cm["binaryData"].update(
+        {hc.OBJECTS_KEY: _packed([stamp({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "settings", "namespace": ns}, "data": {"a": "stolen"}}, Release(
+                ReleaseKey("billing", "ledger", "prod"), "7.0.0", "d7"))])}),
+     ("ConfigMap/%(ns)s/settings", "belongs to another release (untenanted/billing/ledger/prod)")),
+]
+# Relabelled, a record leaves the list audit reads (records are found by their labels); rollback reads it by name.
+ROLLBACK_ONLY = [
+    ("history: record relabelled as another release's", lambda cm, ns: cm["metadata"]["labels"].update(
+        {"manent.io/application": "billing"}), ("labels name another release",)),
+]
+
+
+@pytest.fixture
+def two_releases(cluster, namespace, tmp_path):
+    """Versions 1.0.0 then 2.0.0 of KEY deployed (2.0.0 in service, 1.0.0 the one rollback goes to)."""
+    key = key_of_test(namespace)
+    deploy(cluster, tmp_path, [configmap("settings", a="1")], namespace, version="1.0.0", key=key, wait=False)
+    deploy(cluster, tmp_path, [configmap("settings", a="2")], namespace, version="2.0.0", key=key, wait=False)
+    return hc.record_name(key, "1.0.0")
+
+
+@pytest.mark.parametrize("operation, case, change, expected",
+                         [("rollback",) + row for row in TAMPER + ROLLBACK_ONLY] + [("audit",) + row for row in TAMPER],
+                         ids=["rollback-" + row[0] for row in TAMPER + ROLLBACK_ONLY] +
+                             ["audit-" + row[0] for row in TAMPER])
+def test_tampered_history_is_refused_on_rollback_and_audit(cluster, namespace, tmp_path, two_releases, operation,
+                                                           case, change, expected):
+    cm = cluster.get("v1", "ConfigMap", namespace, two_releases)
+    change(cm, namespace)
+    cm["metadata"].pop("managedFields", None)
+    cluster.kube.request("PUT", cluster.path("v1", "ConfigMap", namespace, two_releases), body=cm)
+    args = dict(connection(cluster, namespace, tmp_path), operation=operation, wait=False)
+    refused("%s (%s)" % (case, operation), cluster, namespace, lambda: run_module("manent_history", tmp_path, **args),
+            two_releases, *[text % {"ns": namespace} for text in expected])

@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The redeploy fast path (unchanged.py) against a real cluster: a release that changed nothing is reported
+unchanged with no PATCH and one LIST per kind and namespace, and no object is ever wrongly reported
+unchanged: edited by another field manager (apply or update), deleted, relabelled, a field removed from the
+manifest, a changed image, a changed Secret value. Each case is re-applied, reported and repaired."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from tests.integration import deploy_helpers as h
+from tests.integration.deploy_helpers import actions, configmap, deployment, service
+
+pytestmark = pytest.mark.integration
+
+SECRET_VALUE = "fastpath-s3cr3t-Value-41ab"
+
+
+def _secret(value=SECRET_VALUE):
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "type": "Opaque",
+            "stringData": {"password": value}}
+
+
+def _objects(image=h.PAUSE, settings=None, secret=SECRET_VALUE):
+    return [configmap("settings", **(settings or {"mode": "a", "level": "info"})), configmap("other", x="1"),
+            deployment("web", image=image), deployment("api"), service("web"), _secret(secret)]
+
+
+class _Deploys:
+    """Successive versions of one release, each deploy recorded."""
+
+    def __init__(self, cluster, namespace, tmp_path):
+        self.cluster, self.namespace, self.tmp_path = cluster, namespace, tmp_path
+        self.version = 0
+
+    def __call__(self, objects):
+        self.version += 1
+        kube = h.Recording(self.cluster.kube)
+        result = h.deploy(self.cluster, self.tmp_path, objects, self.namespace, version="1.0.%d" % self.version,
+                          kube=kube, wait=False)
+        assert result.status == "deployed"
+        return result, kube
+
+    def ref(self, kind, name):
+        return "%s/%s/%s" % (kind, self.namespace, name)
+
+
+def _patches(kube):
+    """Names of the objects PATCHed (an apply that conflicts with another manager is sent twice)."""
+    return sorted({p.rsplit("/", 1)[-1] for m, p, q in kube.calls if m == "PATCH"})
+
+
+def _only(result, deploys, **changed):
+    """The result's actions are ``changed`` ({ref: action}) and unchanged for every other object."""
+    want = {deploys.ref(k, n): "unchanged" for k, n in (
+        ("ConfigMap", "settings"), ("ConfigMap", "other"), ("Deployment", "web"), ("Deployment", "api"),
+        ("Service", "web"), ("Secret", "creds"))}
+    want.update(changed)
+    assert actions(result) == want
+
+
+def test_nothing_changed_is_unchanged_without_a_patch_one_list_per_kind(cluster, namespace, tmp_path):
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    first, _kube = deploys(_objects())
+    assert first.to_dict()["counts"] == {"created": 6}
+    again, kube = deploys(_objects())
+    _only(again, deploys)
+    assert again.changed is True  # a new version: its history record is written
+    assert _patches(kube) == []
+    lists = [(p, q) for m, p, q in kube.calls if m == "GET" and "limit" in q and "labelSelector" in q
+             and "manent.io/application" in q["labelSelector"]]
+    assert sorted(p.rsplit("/", 1)[-1] for p, q in lists) == ["configmaps", "deployments", "secrets", "services"]
+    assert SECRET_VALUE not in h.dump(again)
+
+
+def test_edit_by_another_field_manager_is_reapplied(cluster, namespace, tmp_path):
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+    # server-side apply of another manager, forcing a field manent owns (its value and ownership move)
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": namespace},
+                   "data": {"mode": "b"}}, manager="someone-else")
+    # an update (kubectl edit, scale) of another field manent owns
+    cluster.kube.request("PATCH", cluster.path("apps/v1", "Deployment", namespace, "api"),
+                         query={"fieldManager": "kubectl-edit"}, body={"spec": {"replicas": 3}},
+                         content_type="application/merge-patch+json")
+    result, kube = deploys(_objects())
+    _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",
+                              deploys.ref("Deployment", "api"): "configured"})
+    assert _patches(kube) == ["api", "settings"]
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"mode": "a", "level": "info"}
+    assert cluster.get("apps/v1", "Deployment", namespace, "api")["spec"]["replicas"] == 1
+
+
+def test_deleted_and_relabelled_objects_are_reapplied(cluster, namespace, tmp_path):
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+    cluster.delete("v1", "ConfigMap", namespace, "other")
+    # another manager removes an ownership label (the object no longer names this release: not another
+    # release's either, so the deploy goes on and takes it back)
+    cluster.kube.request("PATCH", cluster.path("v1", "Service", namespace, "web"),
+                         query={"fieldManager": "relabeller"},
+                         body={"metadata": {"labels": {"manent.io/environment": None}}},
+                         content_type="application/merge-patch+json")
+    result, kube = deploys(_objects())
+    _only(result, deploys, **{deploys.ref("ConfigMap", "other"): "created",
+                              deploys.ref("Service", "web"): "configured"})
+    assert _patches(kube) == ["other", "web"]
+    labels = cluster.get("v1", "Service", namespace, "web")["metadata"]["labels"]
+    assert labels["manent.io/environment"] == "test"
+
+
+def test_removed_field_changed_image_and_changed_secret_are_applied(cluster, namespace, tmp_path):
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+    result, kube = deploys(_objects(image=h.PAUSE + "-other", settings={"mode": "a"}, secret="changed-Value-9e2f"))
+    _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",
+                              deploys.ref("Deployment", "web"): "configured",
+                              deploys.ref("Secret", "creds"): "configured"})
+    assert _patches(kube) == ["creds", "settings", "web"]
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"mode": "a"}  # the field is gone
+    web = cluster.get("apps/v1", "Deployment", namespace, "web")
+    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == h.PAUSE + "-other"
+    data = cluster.get("v1", "Secret", namespace, "creds")["data"]
+    assert base64.b64decode(data["password"]).decode() == "changed-Value-9e2f"
+    assert SECRET_VALUE not in h.dump(result) and "changed-Value-9e2f" not in h.dump(result)
+
+
+def test_secret_edited_live_is_reapplied_and_never_printed(cluster, namespace, tmp_path):
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+    cluster.kube.request("PATCH", cluster.path("v1", "Secret", namespace, "creds"), query={"fieldManager": "ops"},
+                         body={"data": {"password": base64.b64encode(b"tampered-Value-77").decode()}},
+                         content_type="application/merge-patch+json")
+    result, kube = deploys(_objects())
+    _only(result, deploys, **{deploys.ref("Secret", "creds"): "configured"})
+    assert _patches(kube) == ["creds"]
+    data = cluster.get("v1", "Secret", namespace, "creds")["data"]
+    assert base64.b64decode(data["password"]).decode() == SECRET_VALUE
+    text = json.dumps(h.dump(result))
+    assert SECRET_VALUE not in text and "tampered-Value-77" not in text
+
+
+def test_field_added_by_another_manager_keeps_the_object_unchanged(cluster, namespace, tmp_path):
+    """Fields manent does not own are not its business (an apply would not touch them): still unchanged."""
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+    cluster.kube.request("PATCH", cluster.path("v1", "ConfigMap", namespace, "other"),
+                         query={"fieldManager": "annotator"},
+                         body={"metadata": {"annotations": {"example.com/note": "kept"}}},
+                         content_type="application/merge-patch+json")
+    result, kube = deploys(_objects())
+    _only(result, deploys)
+    assert _patches(kube) == []
+    assert cluster.get("v1", "ConfigMap", namespace, "other")["metadata"]["annotations"]["example.com/note"] == "kept"
+
+
+def test_rollout_wait_lists_each_kind_and_namespace_once_per_round(cluster, namespace, tmp_path):
+    kube = h.Recording(cluster.kube)
+    result = h.deploy(cluster, tmp_path, _objects(), namespace, version="1.0.0", kube=kube)
+    assert result.status == "deployed"
+    assert sorted(w["ref"] for w in result.waited) == [
+        "Deployment/%s/api" % namespace, "Deployment/%s/web" % namespace]
+    deployments = "/apis/apps/v1/namespaces/%s/deployments" % namespace
+    last_apply = max(i for i, (m, p, q) in enumerate(kube.calls) if m == "PATCH")
+    waited = kube.calls[last_apply + 1:]
+    gets = [p for m, p, q in waited if m == "GET" and p.startswith(deployments + "/")]
+    lists = [p for m, p, q in waited if m == "GET" and p == deployments and "labelSelector" not in q]
+    assert lists and gets == [], "the wait reads the two Deployments with one LIST per round, never one GET each"

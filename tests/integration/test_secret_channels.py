@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Secrets never leak (issue 14): one deploy of a chart with a Secret through ansible-playbook -vvv --diff, then a
+deploy that fails, and every channel is searched for the real token and Secret value: the playbook output, the
+summary file, helm's command line and environment (a wrapper helm dumps them) and the history ConfigMaps (what
+the built-in view role may read)."""
+
+import json
+import stat
+
+import pytest
+
+from tests.helpers import helm_binary
+from tests.integration.playbook_helpers import artifact, base_vars, history_configmaps, run_playbook, write_inventory
+from tests.integration.test_hostile_deploy import _chart
+from tests.reliability import record
+
+pytestmark = pytest.mark.integration
+
+SECRET_VALUE = "pa55-w0rd-never-shown-7c1e"
+TEMPLATE = ('apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ntype: Opaque\nstringData:\n'
+            '  password: {{ .Values.password | quote }}\n---\n'
+            'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: "{{ .Values.mode }}"\n')
+
+
+def _wrapper(tmp_path):
+    dump = tmp_path / "helm-calls.txt"
+    path = tmp_path / "helm-wrapper"
+    path.write_text("#!/bin/sh\n{ echo ARGV: \"$@\"; env; } >> %s\nexec %s \"$@\"\n" % (dump, helm_binary()))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path), dump
+
+
+def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
+    cluster = clusters[0]
+    chart = _chart(tmp_path, {"secret.yaml": TEMPLATE}, name="secretive")
+    helm, dump = _wrapper(tmp_path)
+    extra = base_vars(tmp_path, namespaces, deploy_application="secretive",
+                      deploy_artifact=artifact("secretive", "0.1.0", chart), deploy_helm_command=helm,
+                      deploy_helm_values="password: %s\nmode: one\n" % SECRET_VALUE)
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"))
+    runs = [run_playbook("deploy", inventory, extra, tmp_path, limit=cluster.name, diff=True, verbosity=3)]
+    assert runs[0].rc == 0, runs[0].explain()
+    # A failing deploy: a values layer helm refuses (the message is helm's), again with -vvv --diff.
+    failing = dict(extra, deploy_artifact=artifact("secretive", "0.2.0", chart),
+                   deploy_helm_values="password: %s\nmode: [x\n" % SECRET_VALUE)
+    runs.append(run_playbook("deploy", inventory, failing, tmp_path, limit=cluster.name, diff=True, verbosity=3))
+    assert runs[1].rc != 0, runs[1].explain()
+    values = [cluster.token, SECRET_VALUE]
+    channels = {"ansible-playbook -vvv --diff output (success)": runs[0].output,
+                "ansible-playbook -vvv --diff output (failure)": runs[1].output,
+                "summary file": json.dumps(runs[0].summary),
+                "helm argv and environment": dump.read_text(),
+                "history ConfigMaps": json.dumps(history_configmaps(cluster, namespaces, "secretive"))}
+    assert "ARGV:" in channels["helm argv and environment"], "the wrapper helm was not used"
+    assert channels["history ConfigMaps"] != "[]"
+    assert cluster.get("v1", "Secret", namespaces, "creds") is not None
+    for channel, text in channels.items():
+        try:
+            for value in values:
+                assert value not in text, "a secret value appears in %s" % channel
+        except BaseException:
+            record("secret", channel, False, source=__name__)
+            raise
+        record("secret", channel, True, detail="token and Secret value absent", source=__name__)

@@ -1,0 +1,324 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Lifecycle stages on real API servers (issue 12): pre-/post- deploy-on stages and Helm hooks in order,
+weights, the succeeded/failed delete policies, skipped hooks in the result, docs/requirements.md §11's per-cluster result,
+and StatefulSet (partition, OnDelete) and DaemonSet rollouts waited for.
+
+Pods of the local kwok clusters become Ready about a second after they are scheduled and the pods of Jobs
+then succeed; a pod annotated ``manent.test/never-ready`` waits forever with ImagePullBackOff. A Job fails
+here through ``activeDeadlineSeconds`` (the Job controller deletes its pods then)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import write
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import record_name
+from tests.helpers import chart_path, helm_binary
+from tests.integration import deploy_helpers as h
+from tests.integration.deploy_helpers import KEY, NEVER_READY, PAUSE, configmap, deployment
+
+pytestmark = pytest.mark.integration
+
+
+def job(name, annotations=None, never_ready=False, deadline=None):
+    spec = {"backoffLimit": 0, "template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "job", "image": PAUSE, "command": ["/pause"]}]}}}
+    if never_ready:
+        spec["template"]["metadata"] = {"annotations": dict(NEVER_READY)}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "annotations": dict(annotations or {})},
+            "spec": spec}
+
+
+def _subjects(result, namespace):
+    """(action, Kind/name) of the change set, in the order the deploy recorded them."""
+    prefix = "/%s/" % namespace
+    return [(c.action, c.subject.replace(prefix, "/")) for c in result.changes]
+
+
+def _manent_time(obj):
+    return max(e["time"] for e in obj["metadata"]["managedFields"] if e["manager"] == "manent")
+
+
+def _gone(cluster, namespace, name, kind="Job", api_version="batch/v1"):
+    cluster.wait(lambda: cluster.get(api_version, kind, namespace, name) is None, timeout=60,
+                 what="%s %s deleted" % (kind, name))
+
+
+# --------------------------------------------------------------------------- stages in order
+
+
+def test_pre_stage_completes_before_the_main_objects_and_post_stage_runs_after_the_rollout(
+        cluster, namespace, tmp_path):
+    h.deploy(cluster, tmp_path, [configmap("app", v="1"), deployment("web")], namespace, version="1")
+    result = h.deploy(cluster, tmp_path, [
+        job("migrate", {"werf.io/deploy-on": "pre-upgrade"}),
+        configmap("app", v="2"), deployment("web", template_annotations={"v": "2"}),
+        job("smoke", {"manent.io/deploy-on": "post-upgrade"})], namespace, version="2")
+
+    assert result.status == "deployed"
+    assert result.stages == [{"stage": "pre-upgrade", "objects": 1, "status": "done"},
+                             {"stage": "upgrade", "objects": 2, "status": "done"},
+                             {"stage": "post-upgrade", "objects": 1, "status": "done"}]
+    assert _subjects(result, namespace) == [
+        ("created", "Job/migrate"), ("configured", "ConfigMap/app"), ("configured", "Deployment/web"),
+        ("created", "Job/smoke")]
+    waited = [(w["ref"].replace("/%s/" % namespace, "/"), w["status"]) for w in result.waited]
+    assert waited == [("Job/migrate", "Current"), ("Deployment/web", "Current"), ("Job/smoke", "Current")]
+    # on the cluster: the migration completed before the ConfigMap was written, the smoke test was created
+    # after the new Deployment was available (timestamps have one-second resolution: ordering, not timing)
+    migrate = cluster.get("batch/v1", "Job", namespace, "migrate")
+    assert migrate["status"]["completionTime"] <= _manent_time(cluster.get("v1", "ConfigMap", namespace, "app"))
+    web = cluster.get("apps/v1", "Deployment", namespace, "web")
+    available = [c for c in web["status"]["conditions"] if c["type"] == "Available"][0]
+    smoke = cluster.get("batch/v1", "Job", namespace, "smoke")
+    assert smoke["metadata"]["creationTimestamp"] >= available["lastUpdateTime"]
+    assert smoke["status"].get("succeeded") == 1
+
+
+def test_failed_pre_stage_job_stops_before_the_main_tiers_and_a_rerun_converges(cluster, namespace, tmp_path):
+    h.deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1")
+    failing = job("migrate", {"werf.io/deploy-on": "pre-upgrade", "werf.io/delete-policy": "failed"},
+                  never_ready=True, deadline=2)
+    with pytest.raises(WaitError) as err:
+        h.deploy(cluster, tmp_path, [failing, configmap("app", v="2"),
+                                     job("smoke", {"werf.io/deploy-on": "post-upgrade"})], namespace, version="2")
+
+    message = str(err.value)
+    assert message.startswith("Job/%s/migrate: pre-upgrade stage failed, the main objects were not applied: "
+                              "rollout failed: Job Failed" % namespace), message
+    assert "DeadlineExceeded" in message
+    assert "ImagePullBackOff: container job" in message  # its pods' reason, although the Job controller deleted them
+    partial = err.value.partial
+    assert partial.status == "failed"
+    assert partial.stages == [{"stage": "pre-upgrade", "objects": 1, "status": "failed"}]
+    assert _subjects(partial, namespace) == [("created", "Job/migrate"), ("deleted", "Job/migrate")]
+    # nothing of the main stage was touched, the post stage never ran, history says where it stopped
+    assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "1"}
+    assert cluster.get("batch/v1", "Job", namespace, "smoke") is None
+    assert h.record_status(cluster, namespace, "2") == "failed"
+    assert h.locator(cluster, namespace)["version"] == "1"
+    _gone(cluster, namespace, "migrate")  # delete-policy failed: deleted once its reasons were reported
+
+    fixed = job("migrate", {"werf.io/deploy-on": "pre-upgrade", "werf.io/delete-policy": "failed"})
+    rerun = h.deploy(cluster, tmp_path, [fixed, configmap("app", v="2"),
+                                         job("smoke", {"werf.io/deploy-on": "post-upgrade"})], namespace, version="2")
+    assert rerun.status == "deployed"
+    assert [s["status"] for s in rerun.stages] == ["done", "done", "done"]
+    assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "2"}
+    assert h.record_status(cluster, namespace, "2") == "deployed"
+    assert h.locator(cluster, namespace)["version"] == "2"
+    assert cluster.get("batch/v1", "Job", namespace, "migrate")["status"].get("succeeded") == 1
+
+
+def test_post_stage_waits_for_the_main_rollout(cluster, namespace, tmp_path):
+    broken = deployment("web", template_annotations=NEVER_READY, deadline=1)
+    with pytest.raises(WaitError) as err:
+        h.deploy(cluster, tmp_path, [broken, job("smoke", {"werf.io/deploy-on": "post-install"})], namespace,
+                 version="1", wait=False)  # wait: false, but a post stage needs the main rollout Current
+    assert "Deployment/%s/web" % namespace in str(err.value)
+    assert [s["status"] for s in err.value.partial.stages] == ["failed"]
+    assert cluster.get("batch/v1", "Job", namespace, "smoke") is None
+
+
+def test_rollback_runs_the_pre_and_post_rollback_stages_of_the_stored_release(cluster, namespace, tmp_path):
+    hooks = [job("restore", {"werf.io/deploy-on": "pre-rollback"}), job("verify", {"werf.io/deploy-on": "post-rollback"})]
+    first = h.deploy(cluster, tmp_path, hooks + [configmap("app", v="1")], namespace, version="1")
+    assert [s["stage"] for s in first.stages] == ["install"]  # rollback-only objects: not applied on install
+    assert cluster.get("batch/v1", "Job", namespace, "restore") is None
+    h.deploy(cluster, tmp_path, [configmap("app", v="2")], namespace, version="2")
+
+    result = h.deployer(cluster).rollback(namespace, KEY)
+    assert result.status == "rolled-back"
+    assert result.stages == [{"stage": "pre-rollback", "objects": 1, "status": "done"},
+                             {"stage": "rollback", "objects": 1, "status": "done"},
+                             {"stage": "post-rollback", "objects": 1, "status": "done"}]
+    assert _subjects(result, namespace) == [("created", "Job/restore"), ("configured", "ConfigMap/app"),
+                                            ("created", "Job/verify")]
+    restore = cluster.get("batch/v1", "Job", namespace, "restore")
+    assert restore["status"]["completionTime"] <= _manent_time(cluster.get("v1", "ConfigMap", namespace, "app"))
+
+
+# --------------------------------------------------------------------------- Helm hooks, weights, policies
+
+
+def test_hook_annotations_map_to_stages_weights_and_delete_policies(cluster, namespace, tmp_path):
+    def hook(name, weight, policy="before-hook-creation"):
+        return job(name, {"helm.sh/hook": "pre-install,pre-upgrade", "helm.sh/hook-weight": str(weight),
+                          "helm.sh/hook-delete-policy": policy})
+
+    objects = [hook("second", 5, "hook-succeeded"), hook("first", -5), configmap("app", v="1"),
+               configmap("seed", {"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "0"}, v="1")]
+    result = h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    assert result.stages[0] == {"stage": "pre-install", "objects": 3, "status": "done"}
+    assert _subjects(result, namespace) == [
+        ("created", "Job/first"), ("created", "ConfigMap/seed"), ("created", "Job/second"),
+        ("deleted", "Job/second"), ("created", "ConfigMap/app")]
+    first = cluster.get("batch/v1", "Job", namespace, "first")
+    assert first["status"]["succeeded"] == 1  # before-hook-creation only: kept until the next deploy
+    _gone(cluster, namespace, "second")  # hook-succeeded: deleted after it completed
+
+    # next deploy: the hooks run again (pre-upgrade), before-hook-creation recreates the first one
+    again = h.deploy(cluster, tmp_path, objects[:3], namespace, version="2")
+    assert _subjects(again, namespace)[:3] == [("recreated", "Job/first"), ("created", "Job/second"),
+                                               ("deleted", "Job/second")]
+    assert cluster.get("batch/v1", "Job", namespace, "first")["metadata"]["uid"] != first["metadata"]["uid"]
+
+
+def test_a_failed_weight_group_stops_the_later_groups(cluster, namespace, tmp_path):
+    objects = [job("first", {"werf.io/deploy-on": "pre-install", "werf.io/weight": "-1"}, never_ready=True,
+                   deadline=2),
+               job("second", {"werf.io/deploy-on": "pre-install", "werf.io/weight": "1"}), configmap("app", v="1")]
+    with pytest.raises(WaitError) as err:
+        h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    assert "pre-install stage failed" in str(err.value)
+    assert cluster.get("batch/v1", "Job", namespace, "first") is not None  # no failed policy: kept for a look
+    assert cluster.get("batch/v1", "Job", namespace, "second") is None
+    assert cluster.get("v1", "ConfigMap", namespace, "app") is None
+    assert h.record_status(cluster, namespace, "1") == "failed"
+
+
+def test_chart_hook_runs_as_a_pre_install_stage_and_skipped_hooks_are_reported(cluster, namespace, tmp_path):
+    helm, chart = helm_binary(), chart_path("manent-sample-0.1.0.tgz")
+    values = {"route": {"enabled": False}, "replicaCount": 1}
+    bundle = h.render_chart_bundle(cluster, chart, namespace, helm, helm_release="sample", helm_skip_crds=True,
+                                   helm_hooks="apply", helm_value=values)
+    result = h.deployer(cluster).deploy(bundle)
+    assert [s["stage"] for s in result.stages] == ["pre-install", "install"]
+    subjects = _subjects(result, namespace)
+    assert subjects[:2] == [("created", "Job/sample-manent-sample-migrate"),
+                            ("deleted", "Job/sample-manent-sample-migrate")]  # hook-succeeded
+    assert ("created", "Deployment/sample-manent-sample") in subjects[2:]
+    assert result.hooks_skipped == ["Pod/sample-manent-sample-test-connection (hook: test)"]
+    _gone(cluster, namespace, "sample-manent-sample-migrate")
+
+    skipped = h.render_chart_bundle(cluster, chart, namespace, helm, version="0.1.1", helm_release="sample",
+                                    helm_skip_crds=True, helm_value=values)
+    second = h.deployer(cluster).deploy(skipped)
+    out = second.to_dict()
+    assert sorted(out["details"]["helm_hooks_skipped"]) == [
+        "Job/sample-manent-sample-migrate (hook: pre-install,pre-upgrade)",
+        "Pod/sample-manent-sample-test-connection (hook: test)"]
+    assert [w for w in out["warnings"] if w.startswith("Helm hook not applied")] == [
+        "Helm hook not applied: %s; set helm_hooks: apply to run hooks as lifecycle stages (test hooks never apply)"
+        % hook for hook in out["details"]["helm_hooks_skipped"]]
+    assert cluster.get("batch/v1", "Job", namespace, "sample-manent-sample-migrate") is None
+
+
+# --------------------------------------------------------------------------- docs/requirements.md §11 result
+
+
+def _params(cluster, bundle_path, **extra):
+    params = {name: spec.get("default") for name, spec in apply_task.argument_spec().items()}
+    params.update(api_server=cluster.url, token=cluster.token, ca_file=cluster.ca_file, bundle=bundle_path,
+                  work_dir=str(os.path.dirname(bundle_path)))
+    params.update(extra)
+    return params
+
+
+def test_manent_apply_result_has_the_spec_shape(cluster, namespace, tmp_path):
+    first = h.render_bundle(cluster, tmp_path, [configmap("a", v="1"), configmap("b", v="1")], namespace, version="1")
+    write(first, str(tmp_path / "b1.json"))
+    apply_task.run(_params(cluster, str(tmp_path / "b1.json")), False, False)
+    second = h.render_bundle(cluster, tmp_path, [configmap("a", v="2")], namespace, version="2")
+    write(second, str(tmp_path / "b2.json"))
+    out = apply_task.result_dict(apply_task.run(_params(cluster, str(tmp_path / "b2.json"), prune=True), False,
+                                                False), False)
+    assert out["host"] == cluster.url and out["status"] == "deployed"
+    details = out["details"]
+    assert details["namespace"] == namespace
+    assert details["objects"] == 1  # ConfigMap a; the pruned b is not the release's any more
+    assert details["release"] == record_name(KEY, "2") and details["release"].startswith("manent-")
+    assert details["version"] == "2" and details["previous"] == "1"
+    assert details["pruned"] == ["ConfigMap/%s/b" % namespace]
+    assert details["helm_hooks_skipped"] == [] and details["objects_skipped"] == 0
+    assert cluster.get("v1", "ConfigMap", namespace, record_name(KEY, "2")) is not None  # the name is real
+
+
+# --------------------------------------------------------------------------- StatefulSet and DaemonSet rollouts
+
+
+def _statefulset(name, replicas=3, strategy=None, template_annotations=None):
+    template = {"metadata": {"labels": {"sts": name}}, "spec": {"containers": [{"name": "db", "image": PAUSE}]}}
+    if template_annotations:
+        template["metadata"]["annotations"] = dict(template_annotations)
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "serviceName": name, "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"sts": name}}, "template": template,
+                     "updateStrategy": strategy or {"type": "RollingUpdate"}}}
+
+
+def _daemonset(name, strategy=None, template_annotations=None):
+    template = {"metadata": {"labels": {"ds": name}}, "spec": {"containers": [{"name": "agent", "image": PAUSE}]}}
+    if template_annotations:
+        template["metadata"]["annotations"] = dict(template_annotations)
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"ds": name}}, "template": template,
+                     "updateStrategy": strategy or {"type": "RollingUpdate"}}}
+
+
+def _revisions(cluster, namespace, label):
+    return {p["metadata"]["name"]: p["metadata"]["labels"].get("controller-revision-hash")
+            for p in cluster.list("v1", "Pod", namespace, label) if not p["metadata"].get("deletionTimestamp")}
+
+
+def test_statefulset_partition_rollout_is_waited_for_up_to_the_partition(cluster, namespace, tmp_path):
+    partition = {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}
+    h.deploy(cluster, tmp_path, [_statefulset("db", strategy=partition)], namespace, version="1", wait_timeout=120)
+    result = h.deploy(cluster, tmp_path, [_statefulset("db", strategy=partition, template_annotations={"v": "2"})],
+                      namespace, version="2", wait_timeout=120)
+    assert [(w["status"]) for w in result.waited] == ["Current"]
+    live = cluster.get("apps/v1", "StatefulSet", namespace, "db")
+    assert live["status"]["updatedReplicas"] == 1 and live["status"]["readyReplicas"] == 3
+    revisions = _revisions(cluster, namespace, "sts=db")
+    assert revisions["db-2"] == live["status"]["updateRevision"]  # the ordinal at the partition: updated
+    assert revisions["db-0"] == revisions["db-1"] == live["status"]["currentRevision"] != revisions["db-2"]
+
+
+def test_statefulset_ondelete_waits_for_ready_replicas_not_for_updates(cluster, namespace, tmp_path):
+    ondelete = {"type": "OnDelete"}
+    with pytest.raises(WaitError) as err:  # kstatus would call it Current at once
+        h.deploy(cluster, tmp_path, [_statefulset("stuck", 2, ondelete, NEVER_READY)], namespace, version="1",
+                 wait_timeout=5)
+    assert "StatefulSet/%s/stuck" % namespace in str(err.value) and "Ready: 0/2" in str(err.value)
+
+    h.deploy(cluster, tmp_path, [_statefulset("db", 2, ondelete)], namespace, version="2", wait_timeout=120)
+    assert cluster.get("apps/v1", "StatefulSet", namespace, "db")["status"]["readyReplicas"] == 2
+    before = _revisions(cluster, namespace, "sts=db")
+    result = h.deploy(cluster, tmp_path, [_statefulset("db", 2, ondelete, {"v": "2"})], namespace, version="3",
+                      wait_timeout=60)  # does not wait for pods that nothing replaces
+    assert [(w["ref"], w["status"]) for w in result.waited] == [("StatefulSet/%s/db" % namespace, "Current")]
+    assert _revisions(cluster, namespace, "sts=db") == before
+
+
+def test_daemonset_rollout_is_waited_for_on_every_node(cluster, namespace, tmp_path):
+    nodes = len(cluster.list("v1", "Node"))
+    h.deploy(cluster, tmp_path, [_daemonset("agent")], namespace, version="1", wait_timeout=120)
+    result = h.deploy(cluster, tmp_path, [_daemonset("agent", template_annotations={"v": "2"})], namespace,
+                      version="2", wait_timeout=120)
+    assert [w["status"] for w in result.waited] == ["Current"]
+    live = cluster.get("apps/v1", "DaemonSet", namespace, "agent")
+    status = live["status"]
+    assert status["desiredNumberScheduled"] == nodes
+    assert status["updatedNumberScheduled"] == status["numberReady"] == nodes
+    pods = cluster.list("v1", "Pod", namespace, "ds=agent")
+    assert len([p for p in pods if (p["metadata"].get("annotations") or {}).get("v") == "2"
+                and not p["metadata"].get("deletionTimestamp")]) == nodes
+
+
+def test_daemonset_ondelete_does_not_wait_for_pods_nothing_replaces(cluster, namespace, tmp_path):
+    ondelete = {"type": "OnDelete"}
+    h.deploy(cluster, tmp_path, [_daemonset("agent", ondelete)], namespace, version="1", wait_timeout=120)
+    before = _revisions(cluster, namespace, "ds=agent")
+    result = h.deploy(cluster, tmp_path, [_daemonset("agent", ondelete, {"v": "2"})], namespace, version="2",
+                      wait_timeout=30)
+    assert [w["status"] for w in result.waited] == ["Current"]
+    assert _revisions(cluster, namespace, "ds=agent") == before
+    assert cluster.get("apps/v1", "DaemonSet", namespace, "agent")["status"].get("updatedNumberScheduled", 0) == 0

@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""TLS through the real modules (issue 14): verified by default, a wrong CA fails naming the server and where the
+CA came from; insecure_skip_tls_verify works but warns on every run."""
+
+import os
+
+import pytest
+
+from tests.integration.test_hostile_deploy import connection, run_module
+from tests.reliability import record
+
+pytestmark = pytest.mark.integration
+
+
+def _other_ca(cluster):
+    root = os.path.dirname(cluster.dir)
+    others = [os.path.join(root, name, "ca.crt") for name in sorted(os.listdir(root))
+              if name != os.path.basename(cluster.dir) and os.path.isfile(os.path.join(root, name, "ca.crt"))]
+    assert others, "needs a second cluster's CA"
+    return others[0]
+
+
+def test_wrong_ca_fails_naming_the_server_and_the_ca_source(cluster, namespace, tmp_path):
+    case = "wrong CA refused, naming the server and the CA source"
+    wrong = _other_ca(cluster)
+    try:
+        failed, result = run_module("manent_history", tmp_path, **dict(connection(cluster, namespace, tmp_path),
+                                                                       ca_file=wrong, operation="list"))
+        assert failed
+        assert "TLS verification failed for %s with ca_file %s" % (cluster.url, wrong) in result["msg"], result["msg"]
+        assert cluster.token not in str(result)
+    except BaseException:
+        record("tls", case, False, source=__name__)
+        raise
+    record("tls", case, True, detail=result["msg"][:300], source=__name__)
+
+
+def test_insecure_skip_tls_verify_warns_on_every_run(cluster, namespace, tmp_path):
+    case = "insecure_skip_tls_verify warns on every run (success and failure)"
+    try:
+        args = dict(connection(cluster, namespace, tmp_path), insecure_skip_tls_verify=True, operation="list")
+        for run in range(2):
+            failed, result = run_module("manent_history", tmp_path, **args)
+            assert not failed, result
+            assert any("insecure_skip_tls_verify" in str(w) for w in result.get("warnings", [])), (run, result)
+        failed, result = run_module("manent_history", tmp_path, **dict(args, keep_releases=1, operation="rollback"))
+        assert failed and any("insecure_skip_tls_verify" in str(w) for w in result.get("warnings", [])), result
+    except BaseException:
+        record("tls", case, False, source=__name__)
+        raise
+    record("tls", case, True, source=__name__)
