@@ -34,7 +34,6 @@ import os
 import platform
 import shutil
 import ssl
-import statistics
 import subprocess
 import sys
 import time
@@ -133,9 +132,9 @@ class Cluster:
         return self.request("GET", "/version")[1].get("gitVersion", "?")
 
     def create_namespace(self, name):
-        code, _ = self.request("POST", "/api/v1/namespaces",
-                               {"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": name, "labels": {"bench.manent.io/bench": "true"}}})
+        body = {"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"bench.manent.io/bench": "true"}}}
+        code = self.request("POST", "/api/v1/namespaces", body)[0]
         if code not in (200, 201, 409):
             raise RuntimeError("cannot create namespace %s in %s: HTTP %s" % (name, self.name, code))
 
@@ -150,8 +149,8 @@ class Cluster:
 
     def kubeconfig(self, path, server=None):
         config = {"apiVersion": "v1", "kind": "Config", "current-context": self.name,
-                  "clusters": [{"name": self.name, "cluster": {"server": server or self.url,
-                                                              "certificate-authority": self.ca_file}}],
+                  "clusters": [{"name": self.name,
+                                "cluster": {"server": server or self.url, "certificate-authority": self.ca_file}}],
                   "users": [{"name": "admin", "user": {"token": self.token}}],
                   "contexts": [{"name": self.name, "context": {"cluster": self.name, "user": "admin"}}]}
         with open(path, "w", encoding="utf-8") as handle:
@@ -268,7 +267,7 @@ class Release:
             "v3": gen.write(os.path.join(d, "v3.yaml"), size, keep=self.keep, image_of_first=IMAGE_CHANGED),
             "v4": gen.write(os.path.join(d, "v4.yaml"), size, image_of_first=IMAGE_CHECK),
         }
-        removed = [o for o in gen.objects(size, image_of_first=IMAGE_CHANGED)[self.keep:]]
+        removed = list(gen.objects(size, image_of_first=IMAGE_CHANGED)[self.keep:])
         self.removed = os.path.join(d, "removed.yaml")
         with open(self.removed, "w", encoding="utf-8") as handle:
             yaml.safe_dump_all(removed, handle, sort_keys=False)
@@ -572,8 +571,8 @@ def cmd_run(args):
             bench.meta = old_meta
         bench.chart = bench.package_chart()
         inv = write_inventory(os.path.join(bench.work, "inventory.yml"), clusters, bench.python)
-        log("tools %s, sizes %s, %d runs, cluster %s; missing: %s" % (tools, sizes, args.runs, cluster.name,
-                                                                       bench.missing or "none"))
+        log("tools %s, sizes %s, %d runs, cluster %s; missing: %s"
+            % (tools, sizes, args.runs, cluster.name, bench.missing or "none"))
         if sizes:
             bench.local(cluster, inv, tools, sizes, args.runs)
         if not args.no_remote:

@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from bench import SCENARIOS, SCENARIO_TITLES, TOOL_TITLES, TOOLS  # noqa: E402  pylint: disable=wrong-import-position
+from bench import SCENARIOS, SCENARIO_TITLES, TOOL_TITLES  # noqa: E402  pylint: disable=wrong-import-position
 
 REFERENCE = "manent-role"
 ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "kubectl", "helm3", "helm4", "k8s")

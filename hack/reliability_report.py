@@ -100,8 +100,9 @@ def render(records, problems, generated=None, command=REPRODUCE):
             continue
         lines += ["", "## %s" % TITLES[category], "", "| Result | Case | Detail | Test |", "|---|---|---|---|"]
         for rec in recs:
-            lines.append("| %s | %s | %s | `%s` |" % ("pass" if rec.get("passed") else "**FAIL**", _cell(rec["case"]),
-                                                  _cell(rec.get("detail")), _cell(rec.get("source"))))
+            outcome = "pass" if rec.get("passed") else "**FAIL**"
+            lines.append("| %s | %s | %s | `%s` |" % (outcome, _cell(rec["case"]), _cell(rec.get("detail")),
+                                                      _cell(rec.get("source"))))
     empty = [TITLES[c] for c in CATEGORIES if not records[c]]
     if empty:
         lines += ["", "No records this run for: %s." % ", ".join(empty)]

@@ -49,7 +49,6 @@ import ssl
 import struct
 import sys
 import threading
-import time
 
 DEFAULTS = {"delay_ms": 0, "reset_after_bytes": 0, "reset_probability": 0.0, "refuse": False,
             "throttle_next": 0, "throttle_probability": 0.0, "throttle_match": "", "retry_after": 1,
@@ -300,7 +299,7 @@ class Proxy:
                 method_path = " ".join(first.split(" ")[:2])
                 length = 0
                 for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
+                    name, _sep, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value.strip() or b"0")
                 body = await reader.readexactly(length) if length else b""
@@ -430,8 +429,8 @@ def main(argv=None):
         else:
             p.add_argument("--" + key.replace("_", "-"), type=type(default), default=default)
     args = p.parse_args(argv)
-    host, _, port = args.listen.rpartition(":")
-    thost, _, tport = args.target.rpartition(":")
+    host, _sep, port = args.listen.rpartition(":")
+    thost, _sep, tport = args.target.rpartition(":")
     proxy = Proxy((thost or "127.0.0.1", int(tport)), listen_host=host or "127.0.0.1", listen_port=int(port),
                   tls_dir=args.tls_dir, control=args.control, seed=args.seed)
     proxy.set(**{k: getattr(args, k) for k in DEFAULTS})

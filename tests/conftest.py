@@ -65,8 +65,7 @@ def pytest_sessionfinish(session, exitstatus):  # pylint: disable=unused-argumen
     opts = session.config.option
     whole = [os.path.normpath(a) for a in session.config.args] == ["tests"] and not opts.keyword and \
         not opts.markexpr
-    out = os.path.join(ROOT, "RELIABILITY.md") if whole else os.path.join(reliability.records_dir(),
-                                                                           "RELIABILITY.md")
+    out = os.path.join(ROOT if whole else reliability.records_dir(), "RELIABILITY.md")
     records, problems = reliability_report.load(reliability.records_dir())
     if any(records.values()):
         os.makedirs(os.path.dirname(out), exist_ok=True)

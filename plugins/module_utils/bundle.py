@@ -101,8 +101,8 @@ def _check(data, path):
     """A bundle is checked whole before manent_apply writes anything: it may have been edited since rendering."""
     where = "bundle %s" % path
     release = data.get("release")
-    if not isinstance(release, dict) or not all(isinstance(release.get(k), str) for k in
-                                                    ("application", "artifact", "environment", "tenant", "version")):
+    fields = ("application", "artifact", "environment", "tenant", "version")
+    if not isinstance(release, dict) or not all(isinstance(release.get(k), str) for k in fields):
         raise InputError("%s: release must name application, artifact, environment, tenant and version" % where,
                          subject="bundle", hint="render the bundle again with manent_render")
     namespace = data.get("namespace")

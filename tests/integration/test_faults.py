@@ -713,6 +713,16 @@ def test_ansible_playbook_killed_mid_apply_and_mid_wait_rerun_converges(faults, 
 SOAK_ROUNDS = int(os.environ.get("MANENT_SOAK_ROUNDS", "0"))
 
 
+def _nth_request(nth):
+    """A Tap match that is true for the ``nth`` request only."""
+    count = {"n": 0}
+
+    def match(_m, _u, _b):
+        count["n"] += 1
+        return count["n"] == nth
+    return match
+
+
 @pytest.mark.skipif(not SOAK_ROUNDS, reason="make soak (MANENT_SOAK_ROUNDS) runs the randomized fault rounds")
 def test_soak_randomized_faults(faults, ns, tmp_path):
     """Rounds of deploys, each under a fault drawn at random (seeded: MANENT_SOAK_SEED reproduces a run): after
@@ -735,11 +745,7 @@ def test_soak_randomized_faults(faults, ns, tmp_path):
             proxy.reset_settings()
             if fault in ("apiserver", "etcd"):
                 nth = rng.randint(1, 40)
-                count = {"n": 0}
-
-                def match(_m, _u, _b, count=count, nth=nth):
-                    count["n"] += 1
-                    return count["n"] == nth
+                match = _nth_request(nth)
                 component = "kube-apiserver" if fault == "apiserver" else "etcd"
                 tap = Tap(kube, match, lambda c=component: faults.restart_later(c, down=rng.uniform(0.5, 4)))
                 restart["tap"] = tap

@@ -26,8 +26,8 @@ def test_wrong_ca_fails_naming_the_server_and_the_ca_source(cluster, namespace, 
     case = "wrong CA refused, naming the server and the CA source"
     wrong = _other_ca(cluster)
     try:
-        failed, result = run_module("manent_history", tmp_path, **dict(connection(cluster, namespace, tmp_path),
-                                                                       ca_file=wrong, operation="list"))
+        args = {**connection(cluster, namespace, tmp_path), "ca_file": wrong, "operation": "list"}
+        failed, result = run_module("manent_history", tmp_path, **args)
         assert failed
         assert "TLS verification failed for %s with ca_file %s" % (cluster.url, wrong) in result["msg"], result["msg"]
         assert cluster.token not in str(result)
@@ -45,7 +45,7 @@ def test_insecure_skip_tls_verify_warns_on_every_run(cluster, namespace, tmp_pat
             failed, result = run_module("manent_history", tmp_path, **args)
             assert not failed, result
             assert any("insecure_skip_tls_verify" in str(w) for w in result.get("warnings", [])), (run, result)
-        failed, result = run_module("manent_history", tmp_path, **dict(args, keep_releases=1, operation="rollback"))
+        failed, result = run_module("manent_history", tmp_path, **{**args, "keep_releases": 1, "operation": "rollback"})
         assert failed and any("insecure_skip_tls_verify" in str(w) for w in result.get("warnings", [])), result
     except BaseException:
         record("tls", case, False, source=__name__)

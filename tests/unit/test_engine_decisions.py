@@ -30,13 +30,13 @@ class RecordedStore:
         self._replaced = replaced
 
     def records(self):
-        return [{"version": v, "status": s} for v, (s, _) in self._records.items()]
+        return [{"version": v, "status": s} for v, (s, _objects) in self._records.items()]
 
     def load(self, version, secrets=True):
         return {"version": version}, list(self._records[version][1])
 
     def previous_objects(self, secrets=False):
-        deployed = [v for v, (s, _) in self._records.items() if s == "deployed"]
+        deployed = [v for v, (s, _objects) in self._records.items() if s == "deployed"]
         return list(self._records[deployed[0]][1]) if deployed else []
 
     def locator(self):

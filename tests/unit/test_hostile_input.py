@@ -85,7 +85,7 @@ def _gzip_bomb(tmp_path):
     with gzip.open(path, "wb", compresslevel=1) as out:
         out.write(header)
         chunk = bytes(MiB)
-        for _ in range(size // MiB):
+        for _chunk in range(size // MiB):
             out.write(chunk)
         out.write(bytes(1024))
     return path
