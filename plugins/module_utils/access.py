@@ -17,6 +17,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     is_crd, namespace_of, ref, served_kinds, split_api_version)
 
 REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+WHOAMI_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 VERBS = ("patch",)
 SHOWN = 3  # objects named per missing permission
 
@@ -74,11 +75,24 @@ def denied(kube, discovery, objects, verbs=VERBS):
     return lines
 
 
+def whoami(kube):
+    """The user name of these credentials (SelfSubjectReview), or "" when the server does not say."""
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    try:
+        answer = kube.request("POST", WHOAMI_PATH, body=body, subject="SelfSubjectReview").data
+    except ApiError:
+        return ""
+    user = ((answer or {}).get("status") or {}).get("userInfo") or {} if isinstance(answer, dict) else {}
+    return user.get("username") or ""
+
+
 def check(kube, discovery, objects):
-    """ApplyError naming every missing permission, before anything is written."""
+    """ApplyError naming every missing permission (and the user), before anything is written."""
     lines = denied(kube, discovery, objects)
     if lines:
-        raise ApplyError("forbidden: the credentials may not write %d resource(s) of this release: %s"
-                         % (len(lines), "; ".join(lines)),
-                         subject="RBAC", hint="grant these verbs to the deploying identity (Role/ClusterRole), or "
-                                              "remove the objects from the artifact; nothing was written")
+        user = whoami(kube)
+        who = 'user "%s"' % user if user else "the deploying identity"
+        raise ApplyError("forbidden: %s may not write %d resource(s) of this release: %s"
+                         % (who, len(lines), "; ".join(lines)),
+                         subject="RBAC", hint="grant them in a Role/ClusterRole bound to %s, or remove the objects "
+                                              "from the artifact; nothing was written" % who)

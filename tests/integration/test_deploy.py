@@ -445,11 +445,13 @@ def test_rbac_denial_names_verb_resource_namespace_and_user(cluster, namespace, 
     finally:
         kube.close()
     text = str(caught.value)
-    assert ('Deployment/%s/web: deployments.apps "web" is forbidden: User "manent-deployer" cannot patch '
-            'resource "deployments" in API group "apps" in the namespace "%s"' % (namespace, namespace)) in text
-    assert "grant them in a Role/ClusterRole bound to this user" in text
-    assert actions(caught.value.partial) == {"ConfigMap/%s/cfg" % namespace: "created"}
-    assert h.record_status(cluster, namespace, "1.0.0") == hc.STATUS_FAILED
+    # refused before any write (access.py): the missing permission, its objects and the user are named
+    assert ('forbidden: user "manent-deployer" may not write 1 resource(s) of this release: cannot patch '
+            'deployments.apps in namespace %s (Deployment/%s/web)' % (namespace, namespace)) in text, text
+    assert 'grant them in a Role/ClusterRole bound to user "manent-deployer"' in text
+    assert caught.value.partial.status == "failed" and actions(caught.value.partial) == {}
+    assert cluster.get("v1", "ConfigMap", namespace, "cfg") is None
+    assert h.history_configmaps(cluster, namespace) == {}
 
 
 # --------------------------------------------------------------------------- server warnings and errors
