@@ -4,7 +4,8 @@
 """Secrets never leak (issue 14): one deploy of a chart with a Secret through ansible-playbook -vvv --diff, then a
 deploy that fails, and every channel is searched for the real token and Secret value: the playbook output, the
 summary file, helm's command line and environment (a wrapper helm dumps them) and the history ConfigMaps (what
-the built-in view role may read)."""
+the built-in view role may read); then the same channels with an inline client certificate and key instead of
+the token."""
 
 import json
 import stat
@@ -64,3 +65,41 @@ def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path
             record("secret", channel, False, source=__name__)
             raise
         record("secret", channel, True, detail="token and Secret value absent", source=__name__)
+
+
+def test_no_client_key_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
+    """The same channels with a client certificate and key given inline (host variables), no token."""
+    cluster = clusters[0]
+    with open("%s/admin.key" % cluster.dir, encoding="utf-8") as handle:
+        key = handle.read()
+    with open("%s/admin.crt" % cluster.dir, encoding="utf-8") as handle:
+        cert = handle.read()
+    key_lines = [line for line in key.splitlines() if len(line) >= 40 and "PRIVATE KEY" not in line]
+    assert len(key_lines) >= 3, "the test key is not a PEM key"
+    chart = _chart(tmp_path, {"secret.yaml": TEMPLATE}, name="keyed")
+    helm, dump = _wrapper(tmp_path)
+    extra = base_vars(tmp_path, namespaces, deploy_application="keyed",
+                      deploy_artifact=artifact("keyed", "0.1.0", chart), deploy_helm_command=helm,
+                      deploy_helm_values="password: %s\nmode: one\n" % SECRET_VALUE)
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
+        cluster.name: {"manent_token": "", "manent_client_cert": cert, "manent_client_key": key}})
+    runs = [run_playbook("deploy", inventory, extra, tmp_path, limit=cluster.name, diff=True, verbosity=3)]
+    assert runs[0].rc == 0, runs[0].explain()
+    failing = dict(extra, deploy_artifact=artifact("keyed", "0.2.0", chart),
+                   deploy_helm_values="password: %s\nmode: [x\n" % SECRET_VALUE)
+    runs.append(run_playbook("deploy", inventory, failing, tmp_path, limit=cluster.name, diff=True, verbosity=3))
+    assert runs[1].rc != 0, runs[1].explain()
+    channels = {"-vvv --diff output with a client key (success)": runs[0].output,
+                "-vvv --diff output with a client key (failure)": runs[1].output,
+                "summary file (client key run)": json.dumps(runs[0].summary),
+                "helm argv and environment (client key run)": dump.read_text()}
+    assert "ARGV:" in channels["helm argv and environment (client key run)"]
+    for channel, text in channels.items():
+        try:
+            for line in key_lines:
+                assert line not in text, "a line of the client key appears in %s" % channel
+            assert SECRET_VALUE not in text, "the Secret value appears in %s" % channel
+        except BaseException:
+            record("secret", channel, False, source=__name__)
+            raise
+        record("secret", channel, True, detail="client key and Secret value absent", source=__name__)
