@@ -160,6 +160,11 @@ def _check_duplicate_keys(node):
 def load_value(text, subject, max_alias_nodes=MAX_ALIAS_NODES):
     """One YAML value (a parameter, not a manifest) read with the bounded loader: aliases, nesting and duplicate
     keys are limited as in manifests. Raises InputError naming ``subject``."""
+    if not isinstance(text, (str, bytes)):
+        raise InputError("must be YAML text, got %s" % type(text).__name__, subject=subject, hint="give the value as text")
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")  # a plain str: Ansible's tagged
+        # strings (str subclasses) are refused by PyYAML's C parser ("a string or stream input is required")
     loader = ManifestLoader(text)
     loader.max_alias_nodes = max_alias_nodes
     try:

@@ -14,7 +14,7 @@ import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import (
-    Doc, parse, parse_files, validate_object)
+    Doc, load_value, parse, parse_files, validate_object)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "artifact")
 
@@ -256,3 +256,12 @@ def test_validate_object_on_parsed_document_names_its_source():
         validate_object(doc.obj, doc.source)
     assert info.value.subject == "cm.yaml#1 (line 2) ConfigMap/c"
     assert info.value.message == "metadata.labels.version must be a string, got number 1.1"
+
+
+class _TaggedStr(str):
+    """What ansible-core 2.19 passes for templated strings: a str subclass."""
+
+
+def test_a_value_given_as_a_str_subclass_is_read():
+    # PyYAML's C parser refuses str subclasses ("a string or stream input is required")
+    assert load_value(_TaggedStr("a: [1, 2]\nb: true\n"), "helm_value.x") == {"a": [1, 2], "b": True}
