@@ -19,6 +19,15 @@ LIST_FROM = 4  # objects of one kind in one namespace from which read_live LISTs
 LIST_PAGE = 500
 
 
+def concurrently(work, units, concurrency):
+    """``[work(unit) for unit in units]``, up to ``concurrency`` at once, answers in order."""
+    workers = max(1, min(concurrency, len(units)))
+    if workers == 1:
+        return [work(unit) for unit in units]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(work, units))
+
+
 class LiveReader:
     """Reads objects from the cluster; ``concurrency`` reads at once in :meth:`read_live`."""
 
@@ -65,14 +74,8 @@ class LiveReader:
             except ManentError as exc:
                 return None, exc
 
-        workers = max(1, min(self.concurrency, len(units)))
-        if workers == 1:
-            answers = [read(u) for u in units]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                answers = list(pool.map(read, units))
         out = {}
-        for found, exc in answers:
+        for found, exc in concurrently(read, units, self.concurrency):
             if exc is not None:
                 raise exc
             out.update(found)

@@ -26,11 +26,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import FIELD_MANAGER, owner_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, metadata, namespace_of
 
 LIST_PAGE = 500
@@ -102,15 +102,8 @@ class UnchangedFinder:
             except ApiError:
                 return members, []  # not allowed, gone, or the server failed: apply says what it is
 
-        units = list(groups.items())
-        workers = max(1, min(self.reader.concurrency, len(units)))
-        if workers == 1:
-            answers = [read(u) for u in units]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                answers = list(pool.map(read, units))
         out = {}
-        for members, items in answers:
+        for members, items in concurrently(read, list(groups.items()), self.reader.concurrency):
             wanted = {key_of(o) for o in members}
             for item in items:
                 item.setdefault("apiVersion", members[0]["apiVersion"])
