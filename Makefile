@@ -46,9 +46,9 @@ unit: venv collection-link ## unit tests only
 integration: venv tools collection-link ## integration tests (start the clusters if needed)
 	$(VPY) -m pytest tests/integration -q
 
-test: venv tools collection-link ## every test: unit, integration against real local clusters, lint, build
+test: venv tools collection-link ## every test: unit, integration against real local clusters, the version matrix, lint, build
 	$(VPY) -m pytest tests -q -p no:cacheprovider
-	$(MAKE) --no-print-directory sanity lint docs-lint changelog-lint ee-check build
+	$(MAKE) --no-print-directory test-matrix sanity lint docs-lint changelog-lint ee-check build
 
 SANITY_DIR := $(ROOT)/.build/sanity/ansible_collections/manent/kubernetes
 sanity: venv ## ansible-test sanity on a copy of the tracked files (the layout ansible-test needs)

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write RELIABILITY.md from the reliability records of one test run (tests/reliability.py format).
 
-    python3 hack/reliability_report.py [--records .build/reliability] [--out RELIABILITY.md]
+    python3 hack/reliability_report.py [--records .build/reliability/run-<pid>, default: the newest run] [--out RELIABILITY.md]
     python3 hack/reliability_report.py --clear      # remove the records (start of a run)
 
 Each record is one JSON line {category, case, passed, detail, source, pid, time} in

@@ -42,6 +42,32 @@ def _reliability_report():
     return module
 
 
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def pytest_configure(config):
+    """Each run records into its own directory (.build/reliability/run-<pid>), handed to xdist workers and
+    subprocesses through the environment: a run still alive from before (killed make, deleted clone) can
+    neither clear nor mix into this run's records. Directories of runs no longer alive are removed."""
+    if not _reliability_controller(config) or os.environ.get("MANENT_RELIABILITY_DIR"):
+        return
+    import shutil  # pylint: disable=import-outside-toplevel
+    base = os.path.join(ROOT, ".build", "reliability")
+    if os.path.isdir(base):
+        for name in os.listdir(base):
+            pid = name[len("run-"):]
+            if name.startswith("run-") and pid.isdigit() and not _pid_alive(int(pid)):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    os.environ["MANENT_RELIABILITY_DIR"] = os.path.join(base, "run-%d" % os.getpid())
+
+
 def pytest_sessionstart(session):
     if _reliability_controller(session.config):
         from tests import reliability  # pylint: disable=import-outside-toplevel

@@ -17,7 +17,13 @@ CATEGORIES = ("fault", "input", "secret", "rbac", "tls")
 
 
 def records_dir():
-    return os.environ.get("MANENT_RELIABILITY_DIR") or os.path.join(ROOT, ".build", "reliability")
+    """This run's records: $MANENT_RELIABILITY_DIR (tests/conftest.py sets .build/reliability/run-<pid> for
+    each pytest run), else the newest run's directory under .build/reliability (for the report script)."""
+    if os.environ.get("MANENT_RELIABILITY_DIR"):
+        return os.environ["MANENT_RELIABILITY_DIR"]
+    base = os.path.join(ROOT, ".build", "reliability")
+    runs = [os.path.join(base, n) for n in os.listdir(base) if n.startswith("run-")] if os.path.isdir(base) else []
+    return max(runs, key=os.path.getmtime) if runs else base
 
 
 def record(category, case, passed, detail="", source=""):

@@ -193,6 +193,10 @@ class Applier:
         pending = [o for o in objects if key_of(o) not in same]
         if pending and not self.options.force and not self.options.dry_run:
             self.preflight(pending)
+        # the others are read before their apply, except those one LIST per kind and namespace shows absent
+        absent = self.reader.absent([o for o in pending if key_of(o) not in known])
+        for key in absent:
+            known[key] = None
         results, errors = self._each(pending, lambda obj: self.apply_one(obj, known.get(key_of(obj), _READ)))
         applied = {key_of(o): r for o, r in zip(pending, results)}
         for obj in objects:

@@ -103,24 +103,56 @@ class LiveReader:
                     out[key_of(obj)] = live
         return out
 
-    def _list_full(self, members):
-        by_name = {name_of(obj): key_of(obj) for obj in members}
-        path = self.path(members[0], with_name=False)
-        subject = "/".join(p for p in (members[0]["kind"], namespace_of(members[0])) if p)
+    def _pages(self, first, selector="", accept="application/json"):
+        """The items of the paged LIST of ``first``'s kind in its namespace (``selector``: label selector)."""
+        path = self.path(first, with_name=False)
+        subject = "/".join(p for p in (first["kind"], namespace_of(first)) if p)
         query = {"limit": str(LIST_PAGE)}
-        out = {}
+        if selector:
+            query["labelSelector"] = selector
         while True:
-            page = self.kube.request("GET", path, query=query, subject=subject).data or {}
+            page = self.kube.request("GET", path, query=query, accept=accept, subject=subject).data or {}
             for item in page.get("items") or []:
-                key = by_name.get((item.get("metadata") or {}).get("name"))
-                if key is not None:
-                    item.setdefault("apiVersion", members[0]["apiVersion"])
-                    item.setdefault("kind", members[0]["kind"])
-                    out[key] = item
+                yield item
             token = (page.get("metadata") or {}).get("continue")
             if not token:
-                return out
+                return
             query["continue"] = token
+
+    def _list_full(self, members):
+        by_name = {name_of(obj): key_of(obj) for obj in members}
+        out = {}
+        for item in self._pages(members[0]):
+            key = by_name.get((item.get("metadata") or {}).get("name"))
+            if key is not None:
+                item.setdefault("apiVersion", members[0]["apiVersion"])
+                item.setdefault("kind", members[0]["kind"])
+                out[key] = item
+        return out
+
+    def absent(self, objects, list_from=LIST_FROM):
+        """Keys of ``objects`` known not to exist, learnt with one metadata-only LIST per kind and namespace
+        holding ``list_from`` or more of them (served kinds only). Objects of smaller groups, and of a LIST that
+        failed (not allowed, or an error left after the client's retries), are not known: the caller reads them
+        one by one. A first install thus costs a few LISTs instead of one GET per object."""
+        groups = {}
+        for obj in objects:
+            if self.discovery.served(obj.get("apiVersion"), obj.get("kind")):
+                groups.setdefault((obj["apiVersion"], obj["kind"], namespace_of(obj)), []).append(obj)
+        units = [members for members in groups.values() if len(members) >= list_from]
+
+        def names(members):
+            try:
+                return members, {(i.get("metadata") or {}).get("name")
+                                 for i in self._pages(members[0], accept=METADATA_LIST_ACCEPT)}
+            except ApiError:
+                return members, None
+
+        out = set()
+        for members, present in concurrently(names, units, self.concurrency):
+            if present is not None:
+                out.update(key_of(obj) for obj in members if name_of(obj) not in present)
+        return out
 
     def _get_live(self, members, _selector=None):
         out = {}
@@ -137,25 +169,14 @@ class LiveReader:
 
     def _list_live(self, members, selector=None):
         by_name = {name_of(obj): key_of(obj) for obj in members}
-        path = self.path(members[0], with_name=False)
-        subject = "/".join(p for p in (members[0]["kind"], namespace_of(members[0])) if p)
-        query = {"limit": str(LIST_PAGE)}
-        if selector:
-            query["labelSelector"] = selector
         out = {}
-        while True:
-            try:
-                page = self.kube.request("GET", path, query=query, accept=METADATA_LIST_ACCEPT,
-                                         subject=subject).data or {}
-            except ApiError as exc:
-                if exc.status == 403:
-                    return self._get_live(members)
-                raise
-            for item in page.get("items") or []:
+        try:
+            for item in self._pages(members[0], selector, accept=METADATA_LIST_ACCEPT):
                 key = by_name.get((item.get("metadata") or {}).get("name"))
                 if key is not None:
                     out[key] = item
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return out
-            query["continue"] = token
+        except ApiError as exc:
+            if exc.status == 403:
+                return self._get_live(members)
+            raise
+        return out
