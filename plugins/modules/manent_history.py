@@ -35,6 +35,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.release
 attributes:
   check_mode:
     support: full
@@ -48,21 +49,6 @@ options:
     type: str
     choices: [list, rollback, audit, rewrite, unlock]
     default: list
-  application:
-    description: Application of the release key.
-    type: str
-    required: true
-  artifact_name:
-    description: Artifact of the release key. Default O(application).
-    type: str
-  environment:
-    description: Environment of the release key.
-    type: str
-    required: true
-  tenant:
-    description: Tenant of the release key.
-    type: str
-    default: untenanted
   namespace:
     description: Namespace holding the history.
     type: str

@@ -27,6 +27,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.release
 attributes:
   check_mode:
     support: full
@@ -49,21 +50,6 @@ options:
       - Accept an artifact without O(artifact_sha256). For development only.
     type: bool
     default: false
-  application:
-    description: Application name (label C(manent.io/application)).
-    type: str
-    required: true
-  artifact_name:
-    description: Artifact name (label C(manent.io/artifact)). Defaults to O(application).
-    type: str
-  environment:
-    description: Environment name (label C(manent.io/environment)), for example C(prod).
-    type: str
-    required: true
-  tenant:
-    description: Tenant (label C(manent.io/tenant)); C(untenanted) when no tenant lists the application.
-    type: str
-    default: untenanted
   version:
     description: Release version (annotation C(manent.io/version)).
     type: str

@@ -35,6 +35,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.release
 attributes:
   check_mode:
     support: full
@@ -51,21 +52,6 @@ options:
   percent:
     description: With O(operation=step), the candidate's share of the traffic, 0 to 100.
     type: int
-  application:
-    description: Application of the release key.
-    type: str
-    required: true
-  artifact_name:
-    description: Artifact of the release key. Default O(application).
-    type: str
-  environment:
-    description: Environment of the release key.
-    type: str
-    required: true
-  tenant:
-    description: Tenant of the release key.
-    type: str
-    default: untenanted
   namespace:
     description: Namespace of the release and its history.
     type: str
