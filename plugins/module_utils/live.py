@@ -112,8 +112,7 @@ class LiveReader:
             query["labelSelector"] = selector
         while True:
             page = self.kube.request("GET", path, query=query, accept=accept, subject=subject).data or {}
-            for item in page.get("items") or []:
-                yield item
+            yield from page.get("items") or []
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
