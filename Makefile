@@ -12,7 +12,7 @@ export MANENT_CACHE := $(CACHE)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: help venv tools collection-link clusters clusters-down clusters-status test unit integration lint sanity build demo clean docs-lint changelog-lint ee-check test-matrix
+.PHONY: help venv tools collection-link clusters clusters-down clusters-status test unit integration lint sanity build demo clean docs-lint changelog-lint ee-check test-matrix docs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -48,7 +48,7 @@ integration: venv tools collection-link ## integration tests (start the clusters
 
 test: venv tools collection-link ## every test: unit, integration against real local clusters, the version matrix, lint, build
 	$(VPY) -m pytest tests -q -p no:cacheprovider
-	$(MAKE) --no-print-directory test-matrix sanity lint docs-lint changelog-lint ee-check build
+	$(MAKE) --no-print-directory test-matrix sanity lint docs-lint docs changelog-lint ee-check build
 
 SANITY_DIR := $(ROOT)/.build/sanity/ansible_collections/manent/kubernetes
 sanity: venv ## ansible-test sanity on a copy of the tracked files (the layout ansible-test needs)
@@ -65,6 +65,9 @@ docs-lint: venv ## antsibull-docs lint of module, filter and role docs (on a cop
 	rm -rf $(DOCS_DIR) && mkdir -p $(DOCS_DIR)
 	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(DOCS_DIR)
 	cd $(DOCS_DIR) && ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.build/docs-lint $(VENV)/bin/antsibull-docs lint-collection-docs --plugin-docs .
+
+docs: venv collection-link ## the docs site (antsibull-docs + Sphinx, warnings are errors) in .build/docs-site/html
+	PYTHON=$(PYTHON) bash hack/docs-site.sh
 
 changelog-lint: venv ## antsibull-changelog lint of changelogs/ (add a fragment per user-facing change)
 	$(VENV)/bin/antsibull-changelog lint
