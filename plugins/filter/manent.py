@@ -14,6 +14,9 @@ is laid out by it.
 ``outcome | manent_cluster_result(base, render, failed, version)``: one cluster's entry of the deploy/rollback
 summary from manent_apply's (or rollback's) result: docs/requirements.md §11's ``status`` and ``details`` plus the flat fields
 of the printed table (version, counts, seconds, ...). Only this operation's result: nothing is carried over.
+``path | manent_file_sha256``: hex sha256 of a controller file (``~`` expanded), "" when it is not a readable regular
+file: the role's artifact cache check, without a module process.
+``hosts | manent_waves(values, order)``: the deploy waves: ``{"keys", "waves", "number"}`` (see the function).
 ``summary | manent_run(operation)``: the whole operation as docs/requirements.md §11's ``{"plugin": "kubernetes", "targets":
 [...]}`` (plus ``operation``), one target per cluster of the play, ``not started`` ones included.
 """
@@ -21,9 +24,11 @@ of the printed table (version, counts, seconds, ...). Only this operation's resu
 from __future__ import annotations
 
 import math
+import os
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
 
@@ -64,6 +69,33 @@ def manent_seconds(duration, name="duration"):
         return int(math.ceil(parse_duration(duration, name=name)))
     except InputError as err:
         raise AnsibleFilterError(str(err)) from err
+
+
+def manent_file_sha256(path):
+    """Hex sha256 of the regular file ``path`` on the controller (``~`` expanded); "" when it is missing, not a
+    regular file or unreadable (the caller then fetches the artifact again and reports what is wrong)."""
+    path = os.path.expanduser(str(path or ""))
+    if not path or not os.path.isfile(path):
+        return ""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return ""
+
+
+def manent_waves(hosts, values, order=()):
+    """The waves of ``hosts`` (play order) whose wave values are ``values`` (same order): one wave per distinct
+    value, the values of ``order`` first (those no host has are ignored), then in order of first appearance;
+    hosts keep their order inside a wave. Returns {"keys": [value...], "waves": [[host...]...],
+    "number": {host: wave number from 1}}."""
+    hosts, values = list(hosts or []), list(values or [])
+    keys = []
+    for key in list(order or []) + values:
+        if key in values and key not in keys:
+            keys.append(key)
+    waves = [[host for host, value in zip(hosts, values) if value == key] for key in keys]
+    number = {host: index + 1 for index, wave in enumerate(waves) for host in wave}
+    return {"keys": keys, "waves": waves, "number": number}
 
 
 def manent_summary_lines(summary):
@@ -213,4 +245,4 @@ class FilterModule:
                 "manent_summary_lines": manent_summary_lines, "manent_checkpoint_lines": manent_checkpoint_lines,
                 "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
                 "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
-                "manent_run": manent_run}
+                "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves}

@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The filters that replaced role tasks (docs/performance.md, "Through ansible-playbook and the role"): the
+artifact cache check (manent_file_sha256, instead of a stat module process) and the wave plan (manent_waves,
+instead of three set_fact tasks)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ansible_collections.manent.kubernetes.plugins.filter.manent import manent_file_sha256, manent_waves
+
+
+def test_file_sha256_of_a_file_and_empty_when_there_is_no_regular_file(tmp_path, monkeypatch):
+    artifact = tmp_path / "app.yaml"
+    artifact.write_bytes(b"kind: ConfigMap\n")
+    assert manent_file_sha256(str(artifact)) == hashlib.sha256(b"kind: ConfigMap\n").hexdigest()
+    assert manent_file_sha256(str(tmp_path / "missing.yaml")) == ""
+    assert manent_file_sha256(str(tmp_path)) == ""  # a directory
+    assert manent_file_sha256("") == "" and manent_file_sha256(None) == ""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert manent_file_sha256("~/app.yaml") == hashlib.sha256(b"kind: ConfigMap\n").hexdigest()
+
+
+def test_waves_in_order_of_first_appearance_hosts_keep_their_order():
+    plan = manent_waves(["eu1a", "us1a", "eu1b"], ["eu-1", "us-1", "eu-1"])
+    assert plan == {"keys": ["eu-1", "us-1"], "waves": [["eu1a", "eu1b"], ["us1a"]],
+                    "number": {"eu1a": 1, "eu1b": 1, "us1a": 2}}
+
+
+def test_waves_listed_order_first_and_unknown_values_ignored():
+    plan = manent_waves(["eu1a", "us1a", "eu1b", "ap1a"], ["eu-1", "us-1", "eu-1", "ap-1"], ["us-1", "mars", "ap-1"])
+    assert plan["keys"] == ["us-1", "ap-1", "eu-1"]
+    assert plan["waves"] == [["us1a"], ["ap1a"], ["eu1a", "eu1b"]]
+    assert plan["number"] == {"us1a": 1, "ap1a": 2, "eu1a": 3, "eu1b": 3}
+
+
+def test_waves_of_no_hosts_and_of_hosts_without_a_value():
+    assert manent_waves([], []) == {"keys": [], "waves": [], "number": {}}
+    assert manent_waves(["a", "b"], ["", ""])["waves"] == [["a", "b"]]
