@@ -4,6 +4,8 @@
 """make bench: manent against kubectl, Helm 3, Helm 4 and kubernetes.core's k8s module, side by side in one run.
 
     python bench/bench.py run    [--sizes 30,300,3000] [--runs 3] [--tools ...] [--no-remote] [--out .build/bench]
+                                 [--inventory DIR/inventory.yml] [--cap 30=60,300=150,3000=300]
+                                 [--size-scenarios 3000=install,noop] [--budget-minutes 60] [--proxy-base-port P]
     python bench/bench.py report [--out .build/bench]     # BENCHMARKS.md and docs/bench.png from results.json
 
 Run it with the bench virtualenv (bench/requirements.txt; `make bench` builds it). Every tool deploys the
@@ -22,7 +24,13 @@ then, in a second fresh namespace, `install+wait`: the first install with the to
 Each (tool, size) sequence runs --runs times; BENCHMARKS.md shows medians. The remote section puts a
 50 ms-per-round-trip delay proxy (hack/tcpproxy.py, loopback) in front of each API server.
 Clusters: the running local clusters (.clusters/inventory.yml), started with hack/clusters.py up when
-none run (and then stopped at the end: the bench never stops clusters it did not start).
+none run (and then stopped at the end: the bench never stops clusters it did not start), or the clusters of
+--inventory (e.g. a dedicated set from `hack/clusters.py up --dir /tmp/bench-cl --base-port 19900`).
+When the largest size's pods do not fit the kwok nodes, kwok nodes are added (and removed at the end).
+
+Time: --cap stops a command that runs longer (its cell shows "> N s (capped)" and is not tried again in later
+runs or at larger sizes), --budget-minutes stops starting cells, --size-scenarios narrows a size's scenarios.
+Every such deviation from "every cell, median of --runs runs" is written in BENCHMARKS.md's Notes by report.py.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
@@ -63,7 +72,8 @@ TOOL_TITLES = {"manent-role": "manent, role (ansible-playbook playbooks/deploy.y
 IMAGE_CHANGED = "registry.k8s.io/pause:3.9"
 IMAGE_CHECK = "registry.k8s.io/pause:3.8"
 RELEASE = "bench"
-CMD_TIMEOUT = 1800
+CMD_TIMEOUT = 600
+PODS_PER_NODE = 110
 
 
 def log(msg):
@@ -186,6 +196,52 @@ def ensure_clusters(inventory, python):
     return load_clusters(inventory), True
 
 
+def parse_caps(text):
+    """"120" -> {0: 120}; "30=60,300=120" -> {30: 60, 300: 120, 0: 120} (0: any other size: the largest)."""
+    caps = {}
+    for item in str(text).split(","):
+        if "=" in item:
+            size, seconds = item.split("=", 1)
+            caps[int(size)] = int(seconds)
+        elif item.strip():
+            caps[0] = int(item)
+    caps.setdefault(0, max(caps.values()) if caps else CMD_TIMEOUT)
+    return caps
+
+
+def ensure_pod_room(cluster, size):
+    """Room for the pods of the largest size: every Deployment of bench/gen.py runs one pod, and the pods of the
+    namespace deleted just before may still be terminating. hack/clusters.py makes 3 kwok nodes of 110 pods; add
+    kwok nodes (labelled bench.manent.io/bench, like the first node otherwise) until twice the pods fit."""
+    need = 2 * len([o for o in gen.objects(size) if o["kind"] == "Deployment"]) + 50
+    nodes = cluster.request("GET", "/api/v1/nodes")[1].get("items", [])
+    room = sum(int(n["status"].get("allocatable", {}).get("pods", "0")) for n in nodes)
+    template = next((n for n in nodes if n["metadata"].get("annotations", {}).get("kwok.x-k8s.io/node") == "fake"),
+                    None)
+    index = 0
+    added = []
+    while room < need and template:
+        name = "kwok-bench-%d" % index
+        index += 1
+        if any(n["metadata"]["name"] == name for n in nodes):
+            continue
+        labels = dict(template["metadata"]["labels"])
+        labels.update({"kubernetes.io/hostname": name, "bench.manent.io/bench": "true"})
+        body = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": labels,
+                             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+                "spec": {}, "status": {"capacity": template["status"]["capacity"],
+                                       "allocatable": template["status"]["allocatable"]}}
+        code = cluster.request("POST", "/api/v1/nodes", body)[0]
+        if code not in (200, 201):
+            raise SystemExit("bench: cannot add kwok node %s to %s (HTTP %s)" % (name, cluster.name, code))
+        room += int(template["status"]["allocatable"].get("pods", PODS_PER_NODE))
+        added.append(name)
+        log("added kwok node %s to %s: room for %d pods (%d needed at %d objects)" % (
+            name, cluster.name, room, need, size))
+    return added
+
+
 def write_inventory(path, clusters, python, servers=None):
     """An inventory of the clusters for the bench playbooks: modules run with the bench venv's python, and
     every host is in one region (one wave), so deploy_parallel can deploy them all at once."""
@@ -218,8 +274,29 @@ class Failed(Exception):
     pass
 
 
-def run_steps(steps, workdir):
-    """Run steps one after the other; returns (seconds, seconds of the timed task or None)."""
+class Capped(Exception):
+    """A command ran longer than the per-command cap and was stopped (with its whole process group)."""
+
+
+def _run_one(argv, env, cap):
+    """Run argv in its own process group; stop the group when it runs longer than cap seconds."""
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out = proc.communicate(timeout=cap)[0]
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise Capped("%s: stopped after %d s (the per-command cap)" % (" ".join(argv[:6]), cap)) from None
+    return proc.returncode, out
+
+
+def run_steps(steps, workdir, cap=CMD_TIMEOUT):
+    """Run steps one after the other; returns (seconds, seconds of the timed task or None).
+    Raises Capped when the steps together run longer than cap seconds, Failed when one fails."""
     total = 0.0
     task_seconds = None
     for step in steps:
@@ -231,12 +308,10 @@ def run_steps(steps, workdir):
             env.update({"BENCH_TIMER_FILE": timer, "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
                         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins")})
         start = time.monotonic()
-        proc = subprocess.run(step.argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CMD_TIMEOUT,
-                              check=False)
+        returncode, out = _run_one(step.argv, env, max(1.0, cap - total))
         total += time.monotonic() - start
-        if proc.returncode != 0:
-            out = (proc.stdout + proc.stderr)[-3000:]
-            raise Failed("%s -> rc=%d\n%s" % (" ".join(step.argv[:6]), proc.returncode, out))
+        if returncode != 0:
+            raise Failed("%s -> rc=%d\n%s" % (" ".join(step.argv[:6]), returncode, out[-3000:]))
         if timer and os.path.exists(timer):
             with open(timer, encoding="utf-8") as handle:
                 records = json.load(handle)
@@ -302,6 +377,13 @@ class Bench:
                 self.missing[tool] = "not built (%s missing; hack/build-tools.sh bench)" % path
         self.scenarios = [x for x in args.scenarios.split(",") if x]
         self.results = []
+        self.capped = {}
+        self.caps = parse_caps(args.cap)
+        self.size_scenarios = {}
+        for item in args.size_scenarios:
+            size, chosen = item.partition("=")[::2]
+            self.size_scenarios[int(size)] = [x for x in chosen.split(",") if x]
+        self.deadline = time.time() + 60 * args.budget_minutes if args.budget_minutes else None
         self.results_file = os.path.join(self.out, "results.json")
 
     # ----------------------------------------------------------------- common helpers
@@ -404,19 +486,66 @@ class Bench:
             json.dump({"meta": self.meta, "results": self.results}, handle, indent=1)
         os.replace(self.results_file + ".tmp", self.results_file)
 
+    def cap_of(self, size):
+        return self.caps.get(size, self.caps.get(0, CMD_TIMEOUT))
+
+    def scenarios_at(self, size):
+        return self.size_scenarios.get(size, self.scenarios)
+
+    def past_deadline(self):
+        return self.deadline is not None and time.time() > self.deadline
+
+    def skip(self, section, tool, size, scenario, run, reason, bound=None):
+        log("%s %s %d %s run %d SKIPPED: %s" % (section, tool, size, scenario, run, reason))
+        self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False, skipped=reason,
+                    capped=bound)
+
     def timed(self, section, tool, size, scenario, run, steps):
+        """Run and record one cell; returns "ok", "failed" or "capped"."""
+        if self.past_deadline():
+            self.skip(section, tool, size, scenario, run, "deadline")
+            return "failed"
+        cap = self.cap_of(size)
         try:
-            seconds, task_seconds = run_steps(steps, self.work)
-        except (Failed, subprocess.TimeoutExpired) as err:
+            seconds, task_seconds = run_steps(steps, self.work, cap)
+        except Capped as err:
+            log("%s %s %d %s run %d CAPPED: %s" % (section, tool, size, scenario, run, err))
+            self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False, capped=cap,
+                        error=str(err))
+            return "capped"
+        except Failed as err:
             log("%s %s %d %s run %d FAILED: %s" % (section, tool, size, scenario, run, str(err)[-1500:]))
             self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False,
                         error=str(err)[-600:])
-            return False
+            return "failed"
         log("%s %-14s %5d %-13s run %d: %6.2f s%s" % (section, tool, size, scenario, run, seconds,
                                                       "" if task_seconds is None else " (task %.2f s)" % task_seconds))
         self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=True,
                     seconds=round(seconds, 3), task_seconds=None if task_seconds is None else round(task_seconds, 3))
-        return True
+        return "ok"
+
+    def skip_reason(self, tool, size, scenario):
+        """Why not to run a cell again: it hit the cap in an earlier run at this size, or at a smaller size
+        (more objects take longer), so another attempt would only spend the cap again."""
+        for (t, sz, sc), capped_size in self.capped.items():
+            if t == tool and sc == scenario and sz <= size:
+                if sz == size:
+                    return "capped in an earlier run (> %d s), not repeated" % self.cap_of(sz), self.cap_of(sz)
+                return ("capped at %d objects (> %d s), not tried at %d" % (capped_size, self.cap_of(sz), size),
+                        self.cap_of(sz))
+        return None, None
+
+    def cell(self, section, tool, size, scenario, run, ctx, label=None):
+        """One measured cell (label: the row name when it is not the tool's, e.g. "manent-role x3")."""
+        label = label or tool
+        reason, bound = self.skip_reason((section, label), size, scenario)
+        if reason:
+            self.skip(section, label, size, scenario, run, reason, bound)
+            return "skipped"
+        result = self.timed(section, label, size, scenario, run, self.steps(tool, scenario, ctx))
+        if result == "capped":
+            self.capped[((section, label), size, scenario)] = size
+        return result
 
     # ----------------------------------------------------------------- sections
     def local(self, cluster, inventory, tools, sizes, runs):
@@ -430,19 +559,25 @@ class Bench:
                     ns = "bench-%s-%d-%s" % (tool.replace("+", ""), size, uuid.uuid4().hex[:5])
                     ctx = {"release": rel, "namespace": ns, "kubeconfig": kubeconfig, "inventory": inventory,
                            "limit": cluster.name}
+                    chosen = self.scenarios_at(size)
+                    sequence = [x for x in SCENARIOS[:-1] if x in chosen]
                     cluster.create_namespace(ns)
                     try:
-                        for scenario in [x for x in SCENARIOS[:-1] if x in self.scenarios]:
-                            if not self.timed("local", tool, size, scenario, run, self.steps(tool, scenario, ctx)):
+                        for scenario in sequence:
+                            result = self.cell("local", tool, size, scenario, run, ctx)
+                            if result != "ok" and scenario == "install":
+                                # nothing installed: the scenarios that follow have nothing to work on
+                                for rest in sequence[1:]:
+                                    self.skip("local", tool, size, rest, run, "first install did not finish")
                                 break
                     finally:
                         cluster.delete_namespace(ns)
-                    if "install+wait" not in self.scenarios:
+                    if "install+wait" not in chosen:
                         continue
                     ns = ctx["namespace"] = ns + "-w"
                     cluster.create_namespace(ns)
                     try:
-                        self.timed("local", tool, size, "install+wait", run, self.steps(tool, "install+wait", ctx))
+                        self.cell("local", tool, size, "install+wait", run, ctx)
                     finally:
                         cluster.delete_namespace(ns)
 
@@ -454,7 +589,8 @@ class Bench:
         try:
             for c in clusters:
                 host, port = c.url.split("://", 1)[1].rsplit(":", 1)
-                proxy = Proxy((host, int(port)))
+                listen = self.args.proxy_base_port + len(proxies) if self.args.proxy_base_port else 0
+                proxy = Proxy((host, int(port)), listen_port=listen)
                 proxy.set(delay_ms=delay_ms)
                 servers[c.name] = "https://127.0.0.1:%d" % proxy.start()
                 proxies.append(proxy)
@@ -476,7 +612,10 @@ class Bench:
                         c.create_namespace(ns)
                     try:
                         for scenario in ("install", "noop"):
-                            if not self.timed("remote", label, size, scenario, run, self.steps(tool, scenario, ctx)):
+                            if self.cell("remote", tool, size, scenario, run, ctx, label=label) != "ok":
+                                if scenario == "install":
+                                    self.skip("remote", label, size, "noop", run, "deadline" if self.past_deadline()
+                                              else "first install did not finish")
                                 break
                     finally:
                         for c in targets:
@@ -546,6 +685,7 @@ def cmd_run(args):
     bench = Bench(args)
     inventory = os.path.abspath(args.inventory)
     clusters, started = ensure_clusters(inventory, args.clusters_python)
+    added_nodes, cluster = [], None
     try:
         by_name = {c.name: c for c in clusters}
         cluster = by_name.get(args.host) or clusters[0]
@@ -560,11 +700,24 @@ def cmd_run(args):
                       "machine": machine(), "load_before": os.getloadavg(), "runs": args.runs, "sizes": sizes,
                       "cluster": cluster.name, "missing": bench.missing, "delay_ms": args.delay_ms,
                       "remote_size": args.remote_size if not args.no_remote else None,
-                      "versions": bench.tool_versions(cluster), "notes": list(args.note)}
+                      "versions": bench.tool_versions(cluster), "notes": list(args.note),
+                      "cap": max(bench.caps.values()), "caps": {str(k): v for k, v in bench.caps.items() if k},
+                      "size_scenarios": {str(k): v for k, v in bench.size_scenarios.items()},
+                      "budget_minutes": args.budget_minutes, "inventory": inventory}
         if previous:  # --append: add this run's sections to the results already there
             bench.results = [r for r in previous["results"] if r.get("section") != "meta"]
             old_meta = previous["meta"]
             old_meta["notes"] = old_meta.get("notes", []) + list(args.note)
+            # what this invocation measured and under which limits, for the Notes of the report
+            old_meta.setdefault("invocations", [dict((k, old_meta.get(k)) for k in (
+                "started", "command", "sizes", "runs", "cap", "caps", "size_scenarios", "budget_minutes",
+                "remote_size"))])
+            old_meta["invocations"].append(dict((k, bench.meta.get(k)) for k in (
+                "started", "command", "sizes", "runs", "cap", "caps", "size_scenarios", "budget_minutes",
+                "remote_size")))
+            old_meta["caps"] = dict(old_meta.get("caps") or {}, **bench.meta["caps"])
+            old_meta["size_scenarios"] = dict(old_meta.get("size_scenarios") or {}, **bench.meta["size_scenarios"])
+            old_meta["cap"] = max([old_meta.get("cap") or 0, bench.meta["cap"]])
             for key in ("remote_size", "delay_ms"):
                 if bench.meta[key]:
                     old_meta[key] = bench.meta[key]
@@ -573,20 +726,29 @@ def cmd_run(args):
         inv = write_inventory(os.path.join(bench.work, "inventory.yml"), clusters, bench.python)
         log("tools %s, sizes %s, %d runs, cluster %s; missing: %s"
             % (tools, sizes, args.runs, cluster.name, bench.missing or "none"))
-        if sizes:
-            bench.local(cluster, inv, tools, sizes, args.runs)
+        added_nodes = ensure_pod_room(cluster, max(sizes or [0]))
+        # sizes up to the remote one, then the remote section, then the larger sizes: a run cut short by the
+        # budget loses the largest size first
+        small = [x for x in sizes if args.no_remote or x <= args.remote_size]
+        if small:
+            bench.local(cluster, inv, tools, small, args.runs)
         if not args.no_remote:
             bench.remote(clusters, args.remote_size, args.runs, args.delay_ms)
+        large = [x for x in sizes if x not in small]
+        if large:
+            bench.local(cluster, inv, tools, large, args.runs)
         bench.meta["load_after"] = os.getloadavg()
         bench.meta["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         bench.record(section="meta", tool="", size=0, scenario="", run=0, ok=True)
     finally:
+        for name in added_nodes:
+            cluster.request("DELETE", "/api/v1/nodes/" + name)
         if started:
             log("stopping the clusters this run started")
             subprocess.run([args.clusters_python, os.path.join(ROOT, "hack", "clusters.py"), "down"], cwd=ROOT,
                            check=False)
     import report  # pylint: disable=import-outside-toplevel
-    report.main(["--out", args.out])
+    report.main(["--out", args.out, "--md", args.md, "--png", args.png])
 
 
 def main(argv=None):
@@ -604,6 +766,17 @@ def main(argv=None):
     run.add_argument("--append", action="store_true", help="add to the results of the previous run in --out")
     run.add_argument("--note", action="append", default=[], help="a line for the Notes of BENCHMARKS.md")
     run.add_argument("--remote-size", type=int, default=300)
+    run.add_argument("--cap", default="30=60,300=180,3000=%d" % CMD_TIMEOUT,
+                     help="seconds one command (cell) may run, e.g. 120 or per size 30=60,300=120,3000=300; a longer "
+                          "one is stopped and shown as capped")
+    run.add_argument("--size-scenarios", action="append", default=[],
+                     help="SIZE=s1,s2: only these scenarios at that size (to fit a run in its time; noted in the report)")
+    run.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
+    run.add_argument("--png", default=os.path.join(ROOT, "docs", "bench.png"))
+    run.add_argument("--budget-minutes", type=float, default=0,
+                     help="stop starting cells after this many minutes (0: no limit); the rest are shown as not run")
+    run.add_argument("--proxy-base-port", type=int, default=0,
+                     help="first loopback port of the remote section's delay proxies (default: any free port)")
     run.add_argument("--delay-ms", type=int, default=50)
     run.add_argument("--clusters-python", default="python3",
                      help="python for hack/clusters.py when the clusters must be started (make bench: the dev venv)")

@@ -12,7 +12,6 @@ import argparse
 import collections
 import json
 import os
-import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,10 +25,10 @@ ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "kubectl", "helm3"
 # Why a peer can be faster than manent in a scenario: what each tool does (or skips) there.
 WHY = {
     "kubectl": "one Go process sending one server-side apply per object (ApplySet: plus one LIST per kind to "
-               "prune) and nothing else; manent pays ansible-playbook and module start-up (about 1 s for the "
-               "modules playbook, more for the role's preflight/checkpoint/summary tasks), renders and validates "
-               "against discovery, checks ownership and writes the release history; the role also waits for the "
-               "rollout in every scenario",
+               "prune) and nothing else; manent pays ansible-playbook and module start-up (see the figures "
+               "below; more for the role's preflight/checkpoint/summary tasks), renders and validates against "
+               "discovery, checks ownership and writes the release history; the role also waits for the rollout "
+               "in every scenario",
     "helm3": "one Go process with no Ansible start-up; its rollback re-sends a release it already stores, and "
              "an unchanged object costs a GET and no write",
     "helm4": "one Go process with no Ansible start-up (server-side apply), same release storage as Helm 3",
@@ -43,28 +42,63 @@ def load(out):
     return data["meta"], data["results"]
 
 
-def medians(results):
-    """{(section, tool, size, scenario): (median seconds, runs)}; manent-modules' apply task as manent-apply."""
+INF = float("inf")
+
+
+def medians(results, cap=None):
+    """({(section, tool, size, scenario): (median seconds, runs measured)}, {key: [deviation, ...]}).
+    manent-modules' apply task is the row manent-apply. A run stopped at the cap counts as longer than any
+    measured run (so a median over capped runs is infinite: shown as "> cap"); a cell not run because it was
+    capped before counts as capped too."""
     groups = collections.defaultdict(list)
-    failures = collections.defaultdict(list)
+    bounds = {}
+    deviations = collections.defaultdict(list)
+    late = {(r["section"], r["tool"], r["size"], r["run"]) for r in results
+            if r.get("scenario") == "install" and r.get("skipped") == "deadline"}
     for r in results:
         if r.get("section") == "meta":
             continue
         key = (r["section"], r["tool"], r["size"], r["scenario"])
-        if not r["ok"]:
-            failures[key].append(r.get("error", ""))
+        if r.get("skipped") == "first install did not finish" and (key[0], key[1], key[2], r["run"]) in late:
+            r = dict(r, skipped="deadline")  # its install was not run for lack of time, so neither was it
+        if r["ok"]:
+            groups[key].append(r["seconds"])
+            if r["tool"] == "manent-modules" and r.get("task_seconds") is not None:
+                groups[(r["section"], "manent-apply", r["size"], r["scenario"])].append(r["task_seconds"])
             continue
-        groups[key].append(r["seconds"])
-        if r["tool"] == "manent-modules" and r.get("task_seconds") is not None:
-            groups[(r["section"], "manent-apply", r["size"], r["scenario"])].append(r["task_seconds"])
-    return {k: (statistics.median(v), len(v)) for k, v in groups.items()}, failures
+        if r.get("capped"):
+            groups[key].append(INF)
+            bounds[key] = min(bounds.get(key, r["capped"]), r["capped"])
+            deviations[key].append("run %d: %s" % (r["run"], r.get("skipped") or "stopped at the cap (> %s s)"
+                                                   % r.get("capped", cap)))
+        elif r.get("skipped"):
+            deviations[key].append("run %d: not run (%s)" % (r["run"], r["skipped"]))
+        else:
+            first = (r.get("error") or "").strip().splitlines()
+            deviations[key].append("run %d: failed (`%s`)" % (r["run"], (first[-1] if first else "")[:160]))
+    out = {}
+    for key, values in groups.items():
+        values.sort()
+        measured = len([x for x in values if x != INF])
+        mid = len(values) // 2
+        median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+        out[key] = (median, measured, len(values), bounds.get(key))
+    return out, deviations
 
 
-def fmt(seconds):
+def fmt(seconds, cap=None):
+    if seconds == INF:
+        return "> %s s (capped)" % cap if cap else "capped"
     return "%.2f s" % seconds if seconds < 10 else "%.1f s" % seconds
 
 
-def local_table(med, failures, size, tools, runs):
+def ratio(a, b):
+    if a == INF or b == INF:
+        return None
+    return a / b
+
+
+def local_table(med, failures, size, tools, runs, cap=None):
     head = ["tool"] + [SCENARIO_TITLES[s] for s in SCENARIOS] + ["rollout wait alone"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for tool in tools:
@@ -74,24 +108,28 @@ def local_table(med, failures, size, tools, runs):
             got = med.get(("local", tool, size, scenario))
             ref = med.get(("local", REFERENCE, size, scenario))
             if got is None:
-                cells.append("failed" if ("local", tool, size, scenario) in failures else "")
+                cells.append("not run" if ("local", tool, size, scenario) in failures else "")
                 continue
             found = True
-            cell = fmt(got[0])
-            if got[1] < runs:
-                cell += " n=%d" % got[1]
-            if ref and tool != REFERENCE:
-                cell += " (%.2f×)" % (got[0] / ref[0])
+            cell = fmt(got[0], got[3])
+            if got[0] != INF and got[2] < runs:
+                cell += " n=%d" % got[2]
+            if got[0] != INF and got[1] < got[2]:
+                cell += " (%d of %d capped)" % (got[2] - got[1], got[2])
+            if ref and tool != REFERENCE and ratio(got[0], ref[0]) is not None:
+                cell += " (%.2f×)" % ratio(got[0], ref[0])
             cells.append(cell)
         install = med.get(("local", tool, size, "install"))
         waited = med.get(("local", tool, size, "install+wait"))
         if tool == "manent-role":
             cells.append("included (the role always waits)")
-        elif install and waited:
+        elif install and waited and waited[0] == INF and install[0] != INF and waited[3]:
+            cells.append("> %.0f s (capped)" % max(0.0, waited[3] - install[0]))
+        elif install and waited and install[0] != INF:
             cells.append(fmt(max(0.0, waited[0] - install[0])))
         else:
             cells.append("")
-        if found:
+        if found or any(k[0] == "local" and k[1] == tool and k[2] == size for k in failures):
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -102,14 +140,15 @@ def peer_wins(med, sizes):
     for size in sizes:
         for scenario in SCENARIOS:
             mine = [med.get(("local", t, size, scenario)) for t in ("manent-role", "manent-modules")]
-            mine = [m[0] for m in mine if m]
+            mine = [m for m in mine if m]
             if not mine:
                 continue
             best = min(mine)
+            best, bound = best[0], best[3]
             for tool in ("kubectl", "helm3", "helm4", "k8s"):
                 got = med.get(("local", tool, size, scenario))
-                if got and got[0] < best:
-                    wins.append((size, scenario, tool, got[0], best))
+                if got and got[0] < best and got[0] != INF:
+                    wins.append((size, scenario, tool, got[0], best, bound))
     return wins
 
 
@@ -118,18 +157,26 @@ def plot(med, sizes, tools, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
     panels = ("install", "noop", "image", "install+wait")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), sharey=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), sharex=True, sharey=True)
     for ax, scenario in zip(axes, panels):
         for tool in tools:
-            xs, ys = [], []
+            xs, ys, capped = [], [], []
             for size in sizes:
                 got = med.get(("local", tool, size, scenario))
-                if got:
+                if got and got[0] != INF:
                     xs.append(size)
                     ys.append(got[0])
+                elif got and got[3]:
+                    capped.append((size, got[3]))
+            line = None
             if xs:
-                ax.plot(xs, ys, marker="o", linestyle="--" if tool == "manent-apply" else "-", label=tool)
-        ax.set_title(SCENARIO_TITLES[scenario])
+                line = ax.plot(xs, ys, marker="o", linestyle="--" if tool == "manent-apply" else "-", label=tool)[0]
+            if capped:  # a capped median: an upward triangle at the cap (the time is above it)
+                ax.plot([c[0] for c in capped], [c[1] for c in capped], marker="^", linestyle="none",
+                        color=line.get_color() if line else None, label=None if line else tool + " (capped)")
+        ax.set_title(SCENARIO_TITLES[scenario] + "\n(triangle: capped, time above it)"
+                     if any(v[0] == INF for k, v in med.items() if k[0] == "local" and k[3] == scenario)
+                     else SCENARIO_TITLES[scenario])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("objects")
@@ -142,13 +189,13 @@ def plot(med, sizes, tools, path):
     plt.close(fig)
 
 
-def remote_section(meta, med):
+def remote_section(meta, med, cap=None):
     size = meta.get("remote_size")
     if not size:
         return []
     cases = sorted({k[1] for k in med if k[0] == "remote"})
     if not cases:
-        return ["## Remote clusters", "", "Not measured in this run (every case failed, see the failures below).", ""]
+        return ["## Remote clusters", "", "Not measured in this run (see the Notes).", ""]
     lines = ["## Remote clusters: %d ms per round trip, %d objects" % (meta["delay_ms"], size), "",
              "Each local API server behind its own loopback delay proxy (hack/tcpproxy.py, %d ms added per round "
              "trip, half each way; TLS passes through). `xN`: N clusters in one run (the role deploys them in "
@@ -159,28 +206,103 @@ def remote_section(meta, med):
         cells = [case]
         for scenario in ("install", "noop"):
             got = med.get(("remote", case, size, scenario))
-            cells.append(fmt(got[0]) if got else "failed")
+            cell = fmt(got[0], got[3]) if got else "not run"
+            if got and got[0] != INF and got[2] < meta["runs"]:
+                cell += " n=%d" % got[2]
+            cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
 
-    def ratio(a, b, scenario):
+    def rratio(a, b, scenario):
         x, y = med.get(("remote", a, size, scenario)), med.get(("remote", b, size, scenario))
-        return "%.2f×" % (x[0] / y[0]) if x and y else "n/a"
+        value = ratio(x[0], y[0]) if x and y else None
+        return "%.2f×" % value if value is not None else "n/a"
     many = [c for c in cases if c.startswith("manent-role x") and not c.endswith("x1")]
     for case in many:
         lines.append("- %s / one cluster: install %s, nothing changed %s (target ≤ 1.3×)." % (
-            case, ratio(case, "manent-role x1", "install"), ratio(case, "manent-role x1", "noop")))
+            case, rratio(case, "manent-role x1", "install"), rratio(case, "manent-role x1", "noop")))
     lines.append("- manent modules / kubectl, one cluster: install %s, nothing changed %s (target ≤ 0.2×)." % (
-        ratio("manent-modules x1", "kubectl x1", "install"), ratio("manent-modules x1", "kubectl x1", "noop")))
+        rratio("manent-modules x1", "kubectl x1", "install"), rratio("manent-modules x1", "kubectl x1", "noop")))
     lines.append("- manent role / kubectl, one cluster: install %s, nothing changed %s (the role's figure includes "
-                 "its rollout wait)." % (ratio("manent-role x1", "kubectl x1", "install"),
-                                         ratio("manent-role x1", "kubectl x1", "noop")))
+                 "its rollout wait)." % (rratio("manent-role x1", "kubectl x1", "install"),
+                                         rratio("manent-role x1", "kubectl x1", "noop")))
     lines.append("")
     return lines
 
 
+def notes(meta, med, deviations, sizes, tools):
+    """Every way this run differs from "every cell, median of --runs runs", written from the results."""
+    runs = meta["runs"]
+    out = list(meta.get("notes") or [])
+    if meta.get("cap"):
+        out.append("Per-command cap (seconds, by size below). A command still running then was stopped (with its "
+                   "process group) and its cell counts as longer than the cap; a median over such runs shows as "
+                   "`> N s (capped)`. A cell capped once is not run again in later runs or at larger sizes (it would "
+                   "only spend the cap again): those runs count as capped too.")
+    for size, chosen in sorted((meta.get("size_scenarios") or {}).items(), key=lambda kv: int(kv[0])):
+        left = [SCENARIO_TITLES[x] for x in SCENARIOS if x not in chosen]
+        if left:
+            out.append("%s objects: only %s measured (to fit the run in its time); not measured: %s." % (
+                "{:,}".format(int(size)), ", ".join(SCENARIO_TITLES[x] for x in SCENARIOS if x in chosen),
+                ", ".join(left)))
+    caps = meta.get("caps") or {}
+    if caps:
+        out.append("Per-command caps by size: %s." % ", ".join(
+            "%s objects %s s" % ("{:,}".format(int(k)), v) for k, v in sorted(caps.items(), key=lambda kv: int(kv[0]))))
+    if meta.get("budget_minutes"):
+        out.append("Time budget of the first invocation: %s minutes; cells due after it were not run." %
+                   meta["budget_minutes"])
+    invocations = meta.get("invocations") or []
+    if len(invocations) > 1:
+        out.append("This report joins %d invocations of bench/bench.py (`--append`), one after the other on the same "
+                   "cluster: %s." % (len(invocations), "; ".join(
+                       "%s: sizes %s, %s run(s)%s%s" % (
+                           inv.get("started"), ",".join(str(x) for x in inv.get("sizes") or []) or "none",
+                           inv.get("runs"), ", remote section planned" if inv.get("remote_size") else ", no remote section",
+                           (", budget %s min" % inv["budget_minutes"]) if inv.get("budget_minutes") else "")
+                       for inv in invocations)))
+    if meta.get("remote_size") and not any(k[0] == "remote" for k in med):
+        out.append("Remote section (%d objects, %d ms): not measured in this run." % (
+            meta["remote_size"], meta.get("delay_ms") or 0))
+    planned = list(meta.get("sizes", sizes))
+    for size in planned:
+        if size not in sizes:
+            out.append("%d objects: no cell finished." % size)
+    late = collections.defaultdict(set)  # cells the time budget left out, by section and size
+
+    def order(k):
+        return k[0], k[2], str(k[1]), SCENARIOS.index(k[3]) if k[3] in SCENARIOS else 0
+
+    for key in sorted(deviations, key=order):
+        section, tool, size, scenario = key
+        reasons = [d for d in deviations[key] if not d.endswith("not run (deadline)")]
+        if len(reasons) < len(deviations[key]):
+            late[(section, size)].add("%s %s" % (tool, SCENARIO_TITLES.get(scenario, scenario)))
+        if not reasons:
+            continue
+        got = med.get(key)
+        what = "median of %d measured run(s)" % got[1] if got and got[0] != INF else (
+            "shown as capped" if got else "no figure")
+        title = SCENARIO_TITLES.get(scenario, scenario)
+        out.append("%s, %s, %d objects, %s: %s; %s." % (section, tool, size, title, "; ".join(reasons), what))
+    for (section, size), cells in sorted(late.items()):
+        out.append("%s, %d objects: not run in some or all runs because the time budget was spent: %s." % (
+            section, size, ", ".join(sorted(cells))))
+    short = collections.defaultdict(set)
+    for key, value in med.items():
+        if value[2] < runs and key not in deviations and key[1] != "manent-apply":
+            short[(key[0], key[2], value[2])].add(key[1])
+    for (section, size, count), names in sorted(short.items()):
+        out.append("%s, %d objects: %d run(s) instead of %d (its invocation ended, stopped or out of time, before the others) for %s." % (
+            section, size, count, runs, ", ".join(sorted(names))))
+    if not out:
+        return []
+    return ["## Notes", ""] + ["- " + n for n in out] + [""]
+
+
 def write(meta, results, md_path, png_path):
-    med, failures = medians(results)
+    cap = meta.get("cap")
+    med, failures = medians(results, cap)
     sizes = sorted({k[2] for k in med if k[0] == "local"})
     tools = [t for t in ROW_ORDER if any(k[1] == t for k in med)]
     v = meta["versions"]
@@ -230,7 +352,7 @@ def write(meta, results, md_path, png_path):
               "`manent_apply` task's own time inside the modules playbook (from a timing callback).", ""]
     for size in sizes:
         lines += ["## Local cluster, %d objects" % size, ""]
-        lines += local_table(med, failures, size, tools, meta["runs"])
+        lines += local_table(med, failures, size, tools, meta["runs"], cap)
         lines.append("")
     if png_path:
         rel = os.path.relpath(png_path, os.path.dirname(os.path.abspath(md_path)))
@@ -239,35 +361,41 @@ def write(meta, results, md_path, png_path):
         for tool in tools:
             for scenario in ("install", "noop"):
                 lo, hi = med.get(("local", tool, 300, scenario)), med.get(("local", tool, 3000, scenario))
-                if lo and hi:
+                if lo and hi and ratio(hi[0], lo[0]) is not None:
                     scaling.append("%s %s %.1f×" % (tool, SCENARIO_TITLES[scenario], hi[0] / lo[0]))
         if scaling:
             lines += ["time(3,000) / time(300): " + "; ".join(scaling) + ".", ""]
-    lines += remote_section(meta, med)
+    lines += remote_section(meta, med, cap)
     lines += ["## Where a peer wins, and why", ""]
     wins = peer_wins(med, sizes)
     if not wins:
         lines += ["Nowhere in this run: in every column manent (role or modules) was at least as fast as every "
                   "peer.", ""]
-    for size, scenario, tool, got, best in wins:
+    for size, scenario, tool, got, best, bound in wins:
         alone = med.get(("local", "manent-apply", size, scenario))
-        lines.append("- %d objects, %s: **%s** %s vs manent's best %s (%.2f×; manent's apply task alone: %s)." % (
-            size, SCENARIO_TITLES[scenario], tool, fmt(got), fmt(best), got / best, fmt(alone[0]) if alone else "n/a"))
+        lines.append("- %d objects, %s: **%s** %s vs manent's best %s (%s; manent's apply task alone: %s)." % (
+            size, SCENARIO_TITLES[scenario], tool, fmt(got), fmt(best, bound),
+            "%.2f×" % ratio(got, best) if ratio(got, best) is not None else "manent capped",
+            fmt(alone[0], alone[3]) if alone else "n/a"))
     if wins:
         lines += ["", "Why the peers win there:", ""]
         for tool in sorted({w[2] for w in wins}):
             lines.append("- **%s**: %s." % (tool, WHY.get(tool, "")))
+        inside = [w for w in wins if (med.get(("local", "manent-apply", w[0], w[1])) or (INF,))[0] < w[3]]
+        lines.append("- In %d of these %d cells manent's apply task alone was faster than the peer: the gap there is "
+                     "outside the apply (ansible-playbook and module start-up, the render task%s)." % (
+                         len(inside), len(wins), ", and for the role its other tasks and rollout wait"))
+        overhead = []
+        for size in sizes:
+            whole, alone = med.get(("local", "manent-modules", size, "noop")), med.get(
+                ("local", "manent-apply", size, "noop"))
+            if whole and alone and ratio(whole[0], alone[0]) is not None:
+                overhead.append("%s s at %s objects" % ("%.2f" % (whole[0] - alone[0]), "{:,}".format(size)))
+        if overhead:
+            lines.append("- The modules playbook outside its apply task (start-up + render), nothing changed: %s." %
+                         ", ".join(overhead))
     lines.append("")
-    extra = meta.get("notes") or []
-    if extra:
-        lines += ["## Notes", ""] + ["- " + n for n in extra] + [""]
-    if failures:
-        lines += ["## Failures", ""]
-        for (section, tool, size, scenario), errors in sorted(failures.items()):
-            first = errors[0].strip().splitlines()
-            lines.append("- %s %s %d %s: %d run(s) failed: `%s`" % (section, tool, size, scenario, len(errors),
-                                                                    (first[-1] if first else "")[:200]))
-        lines.append("")
+    lines += notes(meta, med, failures, sizes, tools)
     with open(md_path, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines))
     if png_path:
