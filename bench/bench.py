@@ -55,7 +55,9 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(ROOT, "hack"))
 import gen  # noqa: E402  pylint: disable=wrong-import-position
+from clusters import cache_dir, versions as versions_env  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 SCENARIOS = ("install", "noop", "image", "prune", "rollback", "check", "install+wait")
 SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image": "one image changed",
@@ -78,22 +80,6 @@ PODS_PER_NODE = 110
 
 def log(msg):
     print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
-
-
-def versions_env():
-    out = {}
-    with open(os.path.join(ROOT, "hack", "versions.env"), encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                key, value = line.split("=", 1)
-                out[key] = value
-    return out
-
-
-def cache_dir():
-    return os.environ.get("MANENT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "manent")
 
 
 # --------------------------------------------------------------------------- clusters

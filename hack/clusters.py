@@ -40,17 +40,20 @@ START_TIMEOUT = 180
 
 
 def versions():
+    """The pins of hack/versions.env as a dict (KEY=VALUE lines; comments ignored). The one reader of that
+    file in Python: bench/bench.py and tests/helpers.py import it from here."""
     out = {}
-    with open(os.path.join(HERE, "versions.env")) as f:
+    with open(os.path.join(HERE, "versions.env"), encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if line and not line.startswith("#") and "=" in line:
                 k, v = line.split("=", 1)
-                out[k] = v
+                out[k.strip()] = v.strip().strip("\"'")
     return out
 
 
 def cache_dir():
+    """$MANENT_CACHE, else $XDG_CACHE_HOME/manent, else ~/.cache/manent (as hack/build-tools.sh)."""
     return os.environ.get("MANENT_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "manent")
 

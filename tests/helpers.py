@@ -6,31 +6,15 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHARTS = os.path.join(ROOT, "tests", "data", "charts")
-
-
-def tool_versions():
-    """The pins of hack/versions.env as a dict (KEY=VALUE lines; comments ignored)."""
-    versions = {}
-    with open(os.path.join(ROOT, "hack", "versions.env"), encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                key, value = line.split("=", 1)
-                versions[key.strip()] = value.strip().strip("\"'")
-    return versions
-
-
-def tools_cache():
-    """$MANENT_CACHE, else $XDG_CACHE_HOME/manent, else ~/.cache/manent (as hack/build-tools.sh)."""
-    if os.environ.get("MANENT_CACHE"):
-        return os.environ["MANENT_CACHE"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "manent")
+if os.path.join(ROOT, "hack") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "hack"))
+from clusters import cache_dir, versions  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
 def helm_binary():
@@ -38,8 +22,8 @@ def helm_binary():
     path = os.environ.get("MANENT_HELM")
     origin = "MANENT_HELM"
     if not path:
-        version = tool_versions()["HELM_VERSION"]
-        path = os.path.join(tools_cache(), "helm-%s" % version, "bin", "helm")
+        version = versions()["HELM_VERSION"]
+        path = os.path.join(cache_dir(), "helm-%s" % version, "bin", "helm")
         origin = "hack/build-tools.sh (HELM_VERSION=%s)" % version
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         pytest.fail("helm binary not found at %s (from %s): run `hack/build-tools.sh helm` to build it, "
