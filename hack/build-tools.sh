@@ -54,35 +54,32 @@ kube_ldflags() {
   echo "-s -w"
 }
 
+kube_commands() {  # out-dir cmd...: build k8s.io/kubernetes/cmd/<cmd> at K8S_VERSION into out-dir
+  local out="$1"; shift
+  local pkgs=("${@/#/k8s.io/kubernetes/cmd/}")
+  local d; d="$(kubernetes_module)"
+  (
+    cd "$d"
+    go get "${pkgs[@]/%/@$K8S_VERSION}" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
+    mkdir -p "$out.tmp"
+    go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" "${pkgs[@]}"
+  )
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+
 build_kubernetes() {
   local out="$CACHE/kubernetes-$K8S_VERSION/bin"
   if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]]; then return; fi
   log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION (cold: ~15-25 min on 2 cores)"
-  local d; d="$(kubernetes_module)"
-  (
-    cd "$d"
-    go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
-    mkdir -p "$out.tmp"
-    go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-  )
-  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
-  rm -rf "$d"
+  kube_commands "$out" kube-apiserver kube-controller-manager kube-scheduler
 }
 
 build_kubectl() {  # make bench only: kubectl from k8s.io/kubernetes at the control plane's version
   local out="$CACHE/kubectl-$K8S_VERSION/bin"
   if [[ -x "$out/kubectl" ]]; then return; fi
   log "building kubectl $K8S_VERSION (a few minutes when the control plane was built on this machine)"
-  local d; d="$(kubernetes_module)"
-  (
-    cd "$d"
-    go get "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
-    mkdir -p "$out.tmp"
-    go build -trimpath -ldflags "$(kube_ldflags)" -o "$out.tmp/" k8s.io/kubernetes/cmd/kubectl
-  )
-  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
-  rm -rf "$d"
+  kube_commands "$out" kubectl
 }
 
 build_simple() {  # name version package [ldflags]
