@@ -206,3 +206,19 @@ def secret_values(clusters):
     values = [c.token for c in clusters if c.token]
     values += [SHOP_SECRET, base64.b64encode(SHOP_SECRET.encode()).decode()]
     return values
+
+
+def run_history_module(cluster, namespace, key, check=False, timeout=300, **args):
+    """One run of the manent_history module through ``ansible`` (ad hoc, local connection, the cluster's admin
+    token file and CA) for release ``key`` in ``namespace``; its result."""
+    params = dict(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
+                  ca_file=cluster.ca_file, application=key.application, environment=key.environment,
+                  namespace=namespace, **args)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
+           "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)] + (["--check"] if check else [])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=timeout)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("localhost | ")]
+    assert len(lines) == 1, out.stdout + out.stderr
+    return json.loads(lines[0].split(" => ", 1)[1])

@@ -1,35 +1,20 @@
 """manent_history through Ansible itself (ad-hoc module runs): audit and rewrite of stored history, unlock."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from tests.integration.playbook_helpers import run_history_module
 
 pytestmark = pytest.mark.integration
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KEY = ReleaseKey("olds", "olds", "prod")
 
 
 def run_module(cluster, namespace, check=False, **args):
-    params = dict(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
-                  ca_file=cluster.ca_file, application=KEY.application, environment=KEY.environment,
-                  namespace=namespace, **args)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
-           "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)]
-    if check:
-        cmd.append("--check")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=120)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("localhost | ")]
-    assert len(lines) == 1, out.stdout + out.stderr
-    return json.loads(lines[0].split(" => ", 1)[1])
+    return run_history_module(cluster, namespace, KEY, check=check, timeout=120, **args)
 
 
 def old_record(cluster, namespace, version, objects):

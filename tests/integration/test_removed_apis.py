@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import yaml
@@ -26,7 +25,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history_store im
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render
-from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
+from tests.integration.playbook_helpers import artifact, base_vars, run_history_module, run_playbook, write_manifest
 
 pytestmark = pytest.mark.integration
 
@@ -162,7 +161,6 @@ def test_api_server_deprecation_warnings_name_the_object(cluster, namespace, tmp
 
 # ---- the whole removal table, through manent_history (Ansible ad-hoc runs of the module)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAUSE = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
 # Kinds of the table left out on purpose (their conversion is unit-tested in tests/unit/test_apiversions.py):
 # review objects are never stored (TokenReview, *SubjectAccessReview, SelfSubjectRulesReview: create-only, not
@@ -170,21 +168,6 @@ PAUSE = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
 # CSINode and VolumeAttachment (owned by the kubelet and the attach/detach machinery of real nodes).
 NOT_STORED = {"TokenReview", "SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectAccessReview",
               "SelfSubjectRulesReview", "APIService", "CSINode", "VolumeAttachment"}
-
-
-def manent_history(cluster, namespace, key, check=False, **args):
-    """One run of the manent_history module through ``ansible`` (ad hoc, local connection); its result."""
-    params = dict(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
-                  ca_file=cluster.ca_file, application=key.application, environment=key.environment,
-                  namespace=namespace, **args)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
-           "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)] + (["--check"] if check else [])
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=300)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("localhost | ")]
-    assert len(lines) == 1, out.stdout + out.stderr
-    return json.loads(lines[0].split(" => ", 1)[1])
 
 
 def _csr_request(tmp_path):
@@ -377,7 +360,7 @@ def test_every_removed_kind_audit_rewrite_rollback(cluster, namespace, tmp_path,
     mappings = tmp_path / "api-mappings.yml"
     mappings.write_text(MAPPINGS)
 
-    audit = manent_history(cluster, namespace, key, operation="audit", api_mappings=str(mappings))
+    audit = run_history_module(cluster, namespace, key, operation="audit", api_mappings=str(mappings))
     assert not audit.get("failed"), audit
     found = {f["object"]: f for f in audit["findings"] if f["version"] == "1.0.0"}
     assert set(found) == {ref(o) for o in objects if o["kind"] != "ConfigMap"}
@@ -388,25 +371,25 @@ def test_every_removed_kind_audit_rewrite_rollback(cluster, namespace, tmp_path,
     assert rewrite_of["CronJob/%s/alpha" % namespace] == "rename"
     assert rewrite_of["PodSecurityPolicy/%s-restricted" % namespace] == "refused"
 
-    refused = manent_history(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings))
+    refused = run_history_module(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings))
     assert refused["changed"] is False and [f["action"] for f in refused["findings"]] == ["error"]
     assert any("PodSecurityPolicy/%s-restricted" % namespace in e and "drop_removed: true" in e
                for e in refused["findings"][0]["errors"]), refused["findings"]
     assert HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1] == objects, "a refused rewrite changes nothing"
 
-    done = manent_history(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings), drop_removed=True)
+    done = run_history_module(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings), drop_removed=True)
     assert done["changed"] is True and [f["action"] for f in done["findings"]] == ["rewritten"], done
     assert sorted(done["findings"][0]["dropped"]) == sorted(
         ["PodSecurityPolicy/%s-restricted" % namespace, "PodSecurityPolicy/%s-legacy" % namespace])
     stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
     assert len(stored) == len(objects) - 2
     assert all(cluster.discovery.served(o["apiVersion"], o["kind"]) for o in stored)
-    assert manent_history(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings),
-                          drop_removed=True)["changed"] is False
-    assert [f for f in manent_history(cluster, namespace, key, operation="audit")["findings"]
+    assert run_history_module(cluster, namespace, key, operation="rewrite", api_mappings=str(mappings),
+                              drop_removed=True)["changed"] is False
+    assert [f for f in run_history_module(cluster, namespace, key, operation="audit")["findings"]
             if f["version"] == "1.0.0"] == []
 
-    back = manent_history(cluster, namespace, key, operation="rollback", wait_timeout="120s")
+    back = run_history_module(cluster, namespace, key, operation="rollback", wait_timeout="120s")
     assert not back.get("failed"), back
     assert back["status"] == "rolled-back" and back["in_service"]["version"] == "1.0.0", back
     _check_restored(cluster, namespace, objects)

@@ -33,22 +33,39 @@ def _wrapper(tmp_path):
     return str(path), dump
 
 
-def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
-    cluster = clusters[0]
-    chart = _chart(tmp_path, {"secret.yaml": TEMPLATE}, name="secretive")
+def _deploy_then_fail(tmp_path, namespaces, inventory, cluster, name):
+    """A chart with a Secret deployed through ansible-playbook -vvv --diff, then a deploy that fails (a values
+    layer helm refuses: the message is helm's), both with the Secret value in the values; (runs, helm dump file)."""
+    chart = _chart(tmp_path, {"secret.yaml": TEMPLATE}, name=name)
     helm, dump = _wrapper(tmp_path)
-    extra = base_vars(tmp_path, namespaces, deploy_application="secretive",
-                      deploy_artifact=artifact("secretive", "0.1.0", chart), deploy_helm_command=helm,
+    extra = base_vars(tmp_path, namespaces, deploy_application=name,
+                      deploy_artifact=artifact(name, "0.1.0", chart), deploy_helm_command=helm,
                       deploy_helm_values="password: %s\nmode: one\n" % SECRET_VALUE)
-    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"))
     runs = [run_playbook("deploy", inventory, extra, tmp_path, limit=cluster.name, diff=True, verbosity=3)]
     assert runs[0].rc == 0, runs[0].explain()
-    # A failing deploy: a values layer helm refuses (the message is helm's), again with -vvv --diff.
-    failing = dict(extra, deploy_artifact=artifact("secretive", "0.2.0", chart),
+    failing = dict(extra, deploy_artifact=artifact(name, "0.2.0", chart),
                    deploy_helm_values="password: %s\nmode: [x\n" % SECRET_VALUE)
     runs.append(run_playbook("deploy", inventory, failing, tmp_path, limit=cluster.name, diff=True, verbosity=3))
     assert runs[1].rc != 0, runs[1].explain()
-    values = [cluster.token, SECRET_VALUE]
+    return runs, dump
+
+
+def _assert_absent(channels, values, what):
+    """Each channel's text holds none of ``values``; one reliability record per channel."""
+    for channel, text in channels.items():
+        try:
+            for value in values:
+                assert value not in text, "a secret value (%s) appears in %s" % (what, channel)
+        except BaseException:
+            record("secret", channel, False, source=__name__)
+            raise
+        record("secret", channel, True, detail="%s absent" % what, source=__name__)
+
+
+def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
+    cluster = clusters[0]
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"))
+    runs, dump = _deploy_then_fail(tmp_path, namespaces, inventory, cluster, "secretive")
     channels = {"ansible-playbook -vvv --diff output (success)": runs[0].output,
                 "ansible-playbook -vvv --diff output (failure)": runs[1].output,
                 "summary file": json.dumps(runs[0].summary),
@@ -57,14 +74,7 @@ def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path
     assert "ARGV:" in channels["helm argv and environment"], "the wrapper helm was not used"
     assert channels["history ConfigMaps"] != "[]"
     assert cluster.get("v1", "Secret", namespaces, "creds") is not None
-    for channel, text in channels.items():
-        try:
-            for value in values:
-                assert value not in text, "a secret value appears in %s" % channel
-        except BaseException:
-            record("secret", channel, False, source=__name__)
-            raise
-        record("secret", channel, True, detail="token and Secret value absent", source=__name__)
+    _assert_absent(channels, [cluster.token, SECRET_VALUE], "token and Secret value")
 
 
 def test_no_client_key_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
@@ -76,30 +86,12 @@ def test_no_client_key_in_any_channel(clusters, inventory_path, namespaces, tmp_
         cert = handle.read()
     key_lines = [line for line in key.splitlines() if len(line) >= 40 and "PRIVATE KEY" not in line]
     assert len(key_lines) >= 3, "the test key is not a PEM key"
-    chart = _chart(tmp_path, {"secret.yaml": TEMPLATE}, name="keyed")
-    helm, dump = _wrapper(tmp_path)
-    extra = base_vars(tmp_path, namespaces, deploy_application="keyed",
-                      deploy_artifact=artifact("keyed", "0.1.0", chart), deploy_helm_command=helm,
-                      deploy_helm_values="password: %s\nmode: one\n" % SECRET_VALUE)
     inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
         cluster.name: {"manent_token": "", "manent_client_cert": cert, "manent_client_key": key}})
-    runs = [run_playbook("deploy", inventory, extra, tmp_path, limit=cluster.name, diff=True, verbosity=3)]
-    assert runs[0].rc == 0, runs[0].explain()
-    failing = dict(extra, deploy_artifact=artifact("keyed", "0.2.0", chart),
-                   deploy_helm_values="password: %s\nmode: [x\n" % SECRET_VALUE)
-    runs.append(run_playbook("deploy", inventory, failing, tmp_path, limit=cluster.name, diff=True, verbosity=3))
-    assert runs[1].rc != 0, runs[1].explain()
+    runs, dump = _deploy_then_fail(tmp_path, namespaces, inventory, cluster, "keyed")
     channels = {"-vvv --diff output with a client key (success)": runs[0].output,
                 "-vvv --diff output with a client key (failure)": runs[1].output,
                 "summary file (client key run)": json.dumps(runs[0].summary),
                 "helm argv and environment (client key run)": dump.read_text()}
     assert "ARGV:" in channels["helm argv and environment (client key run)"]
-    for channel, text in channels.items():
-        try:
-            for line in key_lines:
-                assert line not in text, "a line of the client key appears in %s" % channel
-            assert SECRET_VALUE not in text, "the Secret value appears in %s" % channel
-        except BaseException:
-            record("secret", channel, False, source=__name__)
-            raise
-        record("secret", channel, True, detail="client key and Secret value absent", source=__name__)
+    _assert_absent(channels, key_lines + [SECRET_VALUE], "client key and Secret value")
