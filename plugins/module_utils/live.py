@@ -48,6 +48,15 @@ class LiveReader:
         except NotFoundError:
             return None
 
+    def _groups(self, objects, served_only=False):
+        """``objects`` grouped by apiVersion, kind and namespace (one list per group, in order of appearance);
+        ``served_only``: leaving out kinds the cluster does not serve (yet)."""
+        groups = {}
+        for obj in objects:
+            if not served_only or self.discovery.served(obj.get("apiVersion"), obj.get("kind")):
+                groups.setdefault((obj["apiVersion"], obj["kind"], namespace_of(obj)), []).append(obj)
+        return list(groups.values())
+
     def read_live(self, objects, selector=None, list_from=LIST_FROM):
         """The live copies of ``objects``, ``{key_of(obj): live}``, read concurrently before any write.
 
@@ -56,12 +65,8 @@ class LiveReader:
         out). Left out too, as unknown: objects that do not exist, kinds the cluster does not serve yet (a CRD
         of the release defines them), and what the credentials may not read (403; a LIST refused falls back
         to GETs), so that a namespace-scoped token that may apply is not stopped by a read it may not do."""
-        groups = {}
-        for obj in objects:
-            if self.discovery.served(obj.get("apiVersion"), obj.get("kind")):
-                groups.setdefault((obj["apiVersion"], obj["kind"], namespace_of(obj)), []).append(obj)
         units = []
-        for members in groups.values():
+        for members in self._groups(objects, served_only=True):
             if len(members) >= list_from:
                 units.append((self._list_live, members, selector))
             else:
@@ -85,11 +90,8 @@ class LiveReader:
         """``{key_of(obj): live}`` of ``objects`` (those that do not exist are absent), full objects: one paged
         LIST per kind and namespace holding two or more of them (a LIST the credentials may not do falls back
         to GETs), one GET otherwise. Errors are raised as :meth:`get` raises them."""
-        groups = {}
-        for obj in objects:
-            groups.setdefault((obj["apiVersion"], obj["kind"], namespace_of(obj)), []).append(obj)
         out = {}
-        for members in groups.values():
+        for members in self._groups(objects):
             if len(members) > 1:
                 try:
                     out.update(self._list_full(members))
@@ -134,11 +136,7 @@ class LiveReader:
         holding ``list_from`` or more of them (served kinds only). Objects of smaller groups, and of a LIST that
         failed (not allowed, or an error left after the client's retries), are not known: the caller reads them
         one by one. A first install thus costs a few LISTs instead of one GET per object."""
-        groups = {}
-        for obj in objects:
-            if self.discovery.served(obj.get("apiVersion"), obj.get("kind")):
-                groups.setdefault((obj["apiVersion"], obj["kind"], namespace_of(obj)), []).append(obj)
-        units = [members for members in groups.values() if len(members) >= list_from]
+        units = [members for members in self._groups(objects, served_only=True) if len(members) >= list_from]
 
         def names(members):
             try:
