@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import actions, configmap, deployment, service
 
@@ -171,3 +172,23 @@ def test_rollout_wait_lists_each_kind_and_namespace_once_per_round(cluster, name
     gets = [p for m, p, q in waited if m == "GET" and p.startswith(deployments + "/")]
     lists = [p for m, p, q in waited if m == "GET" and p == deployments and "labelSelector" not in q]
     assert lists and gets == [], "the wait reads the two Deployments with one LIST per round, never one GET each"
+
+
+def test_first_install_asks_one_list_which_objects_exist(cluster, namespace, tmp_path):
+    """A release without history (no stored baseline): one metadata LIST per kind and namespace tells which objects
+    are new, so those are applied without a GET each; objects that exist already (here another release's, adopted)
+    are still read before their apply and reported configured, not created."""
+    other = ReleaseKey("other", "other", "test")
+    assert h.deploy(cluster, tmp_path, [configmap("pre-%d" % i, v="a") for i in range(5)], namespace,
+                    key=other).status == "deployed"
+    kube = h.Recording(cluster.kube)
+    objects = [configmap("pre-%d" % i, v="b") for i in range(5)] + [configmap("new-%d" % i, v="b") for i in range(5)]
+    result = h.deploy(cluster, tmp_path, objects, namespace, kube=kube, adopt=True)
+    assert result.status == "deployed", h.dump(result)
+    done = actions(result)
+    assert {done["ConfigMap/%s/pre-%d" % (namespace, i)] for i in range(5)} == {"configured"}, done
+    assert {done["ConfigMap/%s/new-%d" % (namespace, i)] for i in range(5)} == {"created"}, done
+    gets = [(p, q) for m, p, q in kube.calls if m == "GET"]
+    assert ("/api/v1/namespaces/%s/configmaps" % namespace, {"limit": "500"}) in gets  # the LIST, no selector
+    assert not [p for p, _q in gets if p.rsplit("/", 1)[-1].startswith("new-")], gets
+    assert {cluster.get("v1", "ConfigMap", namespace, "new-%d" % i)["data"]["v"] for i in range(5)} == {"b"}
