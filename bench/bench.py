@@ -456,7 +456,7 @@ class Bench:
             extra = {"deploy_artifact": {"type": "kubernetes", "name": "bench", "version": version,
                                          "source": rel.files[state], "sha256": sha256(rel.files[state])},
                      "deploy_application": "bench", "deploy_environment": "bench", "deploy_namespace": ns,
-                     "deploy_prune": True, "deploy_wait_timeout": "5m", "deploy_parallel": ctx.get("parallel", 1),
+                     "deploy_prune": True, "deploy_wait": wait, "deploy_wait_timeout": "5m", "deploy_parallel": ctx.get("parallel", 1),
                      "deploy_cache_dir": os.path.join(self.work, "artifacts"), "deploy_work_dir": work}
             if scenario == "rollback":
                 return [self.playbook(os.path.join(ROOT, "playbooks", "rollback.yml"), ctx["inventory"], extra,

@@ -27,8 +27,8 @@ WHY = {
     "kubectl": "one Go process sending one server-side apply per object (ApplySet: plus one LIST per kind to "
                "prune) and nothing else; manent pays ansible-playbook and module start-up (see the figures "
                "below; more for the role's preflight/checkpoint/summary tasks), renders and validates against "
-               "discovery, checks ownership and writes the release history; the role also waits for the rollout "
-               "in every scenario",
+               "discovery, checks ownership and writes the release history; the role also runs its preflight, "
+               "checkpoint and summary tasks",
     "helm3": "one Go process with no Ansible start-up; its rollback re-sends a release it already stores, and "
              "an unchanged object costs a GET and no write",
     "helm4": "one Go process with no Ansible start-up (server-side apply), same release storage as Helm 3",
@@ -121,9 +121,7 @@ def local_table(med, failures, size, tools, runs, cap=None):
             cells.append(cell)
         install = med.get(("local", tool, size, "install"))
         waited = med.get(("local", tool, size, "install+wait"))
-        if tool == "manent-role":
-            cells.append("included (the role always waits)")
-        elif install and waited and waited[0] == INF and install[0] != INF and waited[3]:
+        if install and waited and waited[0] == INF and install[0] != INF and waited[3]:
             cells.append("> %.0f s (capped)" % max(0.0, waited[3] - install[0]))
         elif install and waited and install[0] != INF:
             cells.append(fmt(max(0.0, waited[0] - install[0])))
@@ -199,7 +197,7 @@ def remote_section(meta, med, cap=None):
     lines = ["## Remote clusters: %d ms per round trip, %d objects" % (meta["delay_ms"], size), "",
              "Each local API server behind its own loopback delay proxy (hack/tcpproxy.py, %d ms added per round "
              "trip, half each way; TLS passes through). `xN`: N clusters in one run (the role deploys them in "
-             "parallel: one wave, deploy_parallel N). manent rows of the role include the rollout wait." %
+             "parallel: one wave, deploy_parallel N). Waits off, as in the local tables (deploy_wait: false)." %
              meta["delay_ms"], "",
              "| case | first install | nothing changed |", "|---|---|---|"]
     for case in cases:
@@ -223,8 +221,7 @@ def remote_section(meta, med, cap=None):
             case, rratio(case, "manent-role x1", "install"), rratio(case, "manent-role x1", "noop")))
     lines.append("- manent modules / kubectl, one cluster: install %s, nothing changed %s (target ≤ 0.2×)." % (
         rratio("manent-modules x1", "kubectl x1", "install"), rratio("manent-modules x1", "kubectl x1", "noop")))
-    lines.append("- manent role / kubectl, one cluster: install %s, nothing changed %s (the role's figure includes "
-                 "its rollout wait)." % (rratio("manent-role x1", "kubectl x1", "install"),
+    lines.append("- manent role / kubectl, one cluster: install %s, nothing changed %s." % (rratio("manent-role x1", "kubectl x1", "install"),
                                          rratio("manent-role x1", "kubectl x1", "noop")))
     lines.append("")
     return lines
@@ -333,7 +330,7 @@ def write(meta, results, md_path, png_path):
               "3 Deployments of 1 pod); Helm deploys the same objects from the chart bench/chart/manent-bench, "
               "packaged with the pinned Helm 3 at bench time. Each tool gets a fresh namespace and runs, in order:",
               "",
-              "1. **first install**, waits off where the tool allows it (the role always waits for the rollout);",
+              "1. **first install**, waits off where the tool allows it (the role: `deploy_wait: false`);",
               "2. **nothing changed**: the same release again;",
               "3. **one image changed** (the first Deployment);",
               "4. **10 % removed (prune)**: the last tenth of the objects (every kind). kubectl: ApplySet "
@@ -384,7 +381,7 @@ def write(meta, results, md_path, png_path):
         inside = [w for w in wins if (med.get(("local", "manent-apply", w[0], w[1])) or (INF,))[0] < w[3]]
         lines.append("- In %d of these %d cells manent's apply task alone was faster than the peer: the gap there is "
                      "outside the apply (ansible-playbook and module start-up, the render task%s)." % (
-                         len(inside), len(wins), ", and for the role its other tasks and rollout wait"))
+                         len(inside), len(wins), ", and for the role its other tasks"))
         overhead = []
         for size in sizes:
             whole, alone = med.get(("local", "manent-modules", size, "noop")), med.get(
