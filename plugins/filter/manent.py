@@ -15,7 +15,7 @@ is laid out by it.
 summary from manent_apply's (or rollback's) result: docs/requirements.md §11's ``status`` and ``details`` plus the flat fields
 of the printed table (version, counts, seconds, ...). Only this operation's result: nothing is carried over.
 ``path | manent_file_sha256``: hex sha256 of a controller file (``~`` expanded), "" when it is not a readable regular
-file: the role's artifact cache check, without a module process.
+file: the role's artifact check, without a module process.
 ``hosts | manent_waves(values, order)``: the deploy waves: ``{"keys", "waves", "number"}`` (see the function).
 ``summary | manent_run(operation)``: the whole operation as docs/requirements.md §11's ``{"plugin": "kubernetes", "targets":
 [...]}`` (plus ``operation``), one target per cluster of the play, ``not started`` ones included.

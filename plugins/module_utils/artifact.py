@@ -8,17 +8,22 @@ An artifact is a plain manifest (YAML or JSON), a ``.tar.gz`` of manifests, or a
 stream and every member is checked before anything is read: no absolute paths, no ``..``, no links,
 devices or fifos, and bounded member count and uncompressed size (a gzip bomb stops at the limit).
 
-The artifact is already a local file here: the deploy role fetches it once into a controller cache keyed by
-its sha256 (URLs with ``get_url`` and the checksum, controller paths copied and verified). A chart package is
-then rendered by helm (helm.py).
+The artifact is already a local file here: the deploy role downloads a URL once into a controller cache keyed
+by its sha256 (``get_url`` with the checksum) and uses a controller path in place. Rendering reads it once,
+into a private copy whose sha256 is checked while it is written (``verified_copy``): what is parsed, or given
+to helm (helm.py), is exactly what was verified, even if the file is replaced meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import hashlib
 import os
 import re
+import shutil
 import tarfile
+import tempfile
 import zlib
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import SHA256_HEX, bare_sha256, sha256_file
@@ -52,23 +57,61 @@ def normalize_sha256(value, field="sha256"):
     return text
 
 
+def _expected(expected_sha256, allow_unverified, label):
+    expected = normalize_sha256(expected_sha256)
+    if not expected and not allow_unverified:
+        raise ArtifactError("no sha256 given: the artifact cannot be verified", subject=label,
+                            hint="add sha256 to the artifact descriptor (sha256sum of the published file)")
+    return expected
+
+
+def _check(expected, actual, label):
+    if expected and actual != expected:
+        raise ArtifactError("sha256 mismatch: expected %s, got %s" % (expected, actual), subject=label,
+                            hint="the file is not the one that was published; " + _REPUBLISH)
+    return actual
+
+
 def verify(path, expected_sha256, allow_unverified=False, name=None):
     """Check the file against its expected sha256; return the actual digest.
 
     An empty ``expected_sha256`` is an error unless ``allow_unverified`` is true.
     """
     label = name or path
-    expected = normalize_sha256(expected_sha256)
-    if not expected:
-        if not allow_unverified:
-            raise ArtifactError("no sha256 given: the artifact cannot be verified", subject=label,
-                                hint="add sha256 to the artifact descriptor (sha256sum of the published file)")
-        return sha256_file(path)
-    actual = sha256_file(path)
-    if actual != expected:
-        raise ArtifactError("sha256 mismatch: expected %s, got %s" % (expected, actual), subject=label,
-                            hint="the file is not the one that was published; " + _REPUBLISH)
-    return actual
+    expected = _expected(expected_sha256, allow_unverified, label)
+    return _check(expected, sha256_file(path), label)
+
+
+@contextlib.contextmanager
+def verified_copy(path, expected_sha256, allow_unverified=False, name=None, directory=None,
+                  max_size=MAX_TOTAL_SIZE):
+    """Copy the artifact, in one read, into a private temporary directory (mode 0700; the copy keeps the file's
+    name, which error messages and helm show) and check the sha256 of the bytes copied; yield
+    ``(copy path, digest)`` and remove the copy afterwards.
+
+    Reading the source only once closes the gap between verifying a file and reading it again: the copy
+    cannot change after it was verified. Errors are the same as :func:`verify`'s."""
+    label = name or path
+    expected = _expected(expected_sha256, allow_unverified, label)
+    scratch = tempfile.mkdtemp(prefix="manent-artifact-", dir=directory)
+    copy = os.path.join(scratch, os.path.basename(path) or "artifact")
+    try:
+        digest, size = hashlib.sha256(), 0
+        try:
+            with open(path, "rb") as source, open(copy, "xb") as out:
+                for block in iter(lambda: source.read(1024 * 1024), b""):
+                    size += len(block)
+                    if size > max_size:
+                        raise ArtifactError("larger than %d MiB" % (max_size // (1024 * 1024)), subject=label,
+                                            hint="an artifact holds manifests or a chart; check the file")
+                    digest.update(block)
+                    out.write(block)
+        except OSError as err:
+            raise ArtifactError("cannot read the artifact: %s" % (err.strerror or err), subject=label,
+                                hint="check the artifact path on the controller") from None
+        yield copy, _check(expected, digest.hexdigest(), label)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # --- kind of artifact ---------------------------------------------------------------------------

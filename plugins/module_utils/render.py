@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import apiversions, lifecycle, slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import (
-    CHART, detect, read_manifests, verify)
+    CHART, detect, read_manifests, verified_copy)
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Resource
@@ -126,10 +126,15 @@ class _Problems:
 def load_documents(path, release, options, cluster_version, discovery, helm_options=None):
     """(docs, hooks_skipped, warnings, is_chart): docs are (object, source) tuples before validation.
 
-    The artifact's sha256 is verified before anything else reads it; it is then read once to tell a chart
-    from manifests."""
+    The artifact is read once, into a private copy verified against its sha256 while it is written; only that
+    copy is parsed (or given to helm), so a file replaced after the check is never used."""
     label = options.artifact_label or os.path.basename(path)
-    verify(path, options.artifact_sha256, allow_unverified=options.allow_unverified, name=label)
+    with verified_copy(path, options.artifact_sha256, allow_unverified=options.allow_unverified,
+                       name=label) as (copy, _digest):
+        return _load_verified(copy, label, release, options, cluster_version, discovery, helm_options)
+
+
+def _load_verified(path, label, release, options, cluster_version, discovery, helm_options):
     if detect(path) == CHART:
         git_version = cluster_version[2] if cluster_version and len(cluster_version) > 2 else ""
         if not git_version and cluster_version:

@@ -165,7 +165,10 @@ def test_example_inventory_has_region_and_az_groups():
      "deploy_artifact.sha256: must be the 64 hex digits"),
     ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": "0" * 64}},
      "has sha256 " + sha256(SHOP)),
-], ids=["type", "choice", "preflight", "sha-format", "sha-mismatch"])
+    ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP + ".missing",
+                          "sha256": sha256(SHOP)}},
+     SHOP + ".missing: is not a file on the controller"),
+], ids=["type", "choice", "preflight", "sha-format", "sha-mismatch", "missing-file"])
 def test_bad_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path, overrides, expected):
     extra = shop_vars(tmp_path, "never-created-ns", "1.0.0", "hello")
     extra.update(overrides)

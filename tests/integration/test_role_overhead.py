@@ -1,22 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The role's own cost on a redeploy (docs/performance.md, "Through ansible-playbook and the role"): the artifact
-cache is checked on the controller by a filter, so a run whose artifact is cached starts no builtin module process
-(no stat, file or copy task runs); a cached copy that does not match its sha256 is fetched again; the plan play
-runs one task for the waves instead of three. Against the real local clusters (one namespace on each)."""
+"""The role's own cost (docs/performance.md, "Through ansible-playbook and the role"): the artifact is checked on
+the controller by a filter, so a controller path is used in place (no stat, file or copy task runs, nothing is
+copied) and a URL starts get_url once, then never again while its cached download matches its sha256 (a damaged
+download is fetched again); the plan play runs one task for the waves instead of three. Against the real local
+clusters (one namespace on each) and a loopback HTTP server for the URL."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import re
+import threading
 
 import pytest
 
-from tests.integration.playbook_helpers import SHOP, run_playbook, sha256, shop_vars
+from tests.integration.playbook_helpers import SHOP, artifact, run_playbook, sha256, shop_vars
 
-FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Read the sha256 of the controller file",
-               "Artifact | Copy it into the cache", "Artifact | Verify the cached copy")
+FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Download the artifact and verify its sha256",
+               "Artifact | Check the controller file")
 TASK = re.compile(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", re.MULTILINE)
 
 
@@ -24,21 +28,36 @@ def _tasks(run):
     return TASK.findall(run.output)
 
 
-def _cached_file(extra):
-    return os.path.join(extra["deploy_cache_dir"], sha256(SHOP), os.path.basename(SHOP))
+@pytest.fixture
+def served(tmp_path):
+    """SHOP served over HTTP on loopback; yields (url, list of request paths)."""
+    requests = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # pylint: disable=arguments-differ
+            requests.append(self.path)
+
+    handler = functools.partial(Handler, directory=os.path.dirname(SHOP))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield "http://127.0.0.1:%d/%s" % (server.server_address[1], os.path.basename(SHOP)), requests
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.integration
-def test_cached_artifact_starts_no_module_and_damaged_cache_is_fetched_again(clusters, inventory_path, namespaces,
-                                                                             tmp_path):
+def test_controller_path_is_used_in_place_without_module_processes(clusters, inventory_path, namespaces, tmp_path):
     extra = shop_vars(tmp_path, namespaces, "1.0.0", "hello")
 
     first = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert first.rc == 0, first.explain()
     tasks = _tasks(first)
     for name in FETCH_TASKS:
-        assert tasks.count(name) == 1, (name, first.explain())  # fetched once, by the plan play only
-    assert sha256(_cached_file(extra)) == sha256(SHOP)
+        assert name not in tasks, (name, first.explain())
+    assert not os.path.exists(extra["deploy_cache_dir"])  # nothing copied
 
     again = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert again.rc == 0, again.explain()
@@ -53,9 +72,29 @@ def test_cached_artifact_starts_no_module_and_damaged_cache_is_fetched_again(clu
     # issue 13's role work): each task costs every run about 0.05 to 0.3 s, so a new one should be worth it.
     assert len(tasks) <= 42, tasks
 
-    with open(_cached_file(extra), "a", encoding="utf-8") as handle:
+
+@pytest.mark.integration
+def test_url_is_downloaded_once_and_a_damaged_download_again(clusters, inventory_path, namespaces, tmp_path, served):
+    url, requests = served
+    extra = shop_vars(tmp_path, namespaces, "1.0.0", "hello")
+    extra["deploy_artifact"] = artifact("shop", "1.0.0", SHOP, source=url)
+    cached = os.path.join(extra["deploy_cache_dir"], sha256(SHOP), os.path.basename(SHOP))
+
+    first = run_playbook("deploy", inventory_path, extra, tmp_path)
+    assert first.rc == 0, first.explain()
+    assert _tasks(first).count("Artifact | Download the artifact and verify its sha256") == 1, first.explain()
+    assert len(requests) == 1, requests  # once for the run, not per cluster or per play
+    assert sha256(cached) == sha256(SHOP)
+
+    again = run_playbook("deploy", inventory_path, extra, tmp_path)
+    assert again.rc == 0, again.explain()
+    assert not set(FETCH_TASKS) & set(_tasks(again)), again.explain()
+    assert len(requests) == 1, requests
+
+    with open(cached, "a", encoding="utf-8") as handle:
         handle.write("# damaged\n")
     repaired = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert repaired.rc == 0, repaired.explain()
-    assert _tasks(repaired).count("Artifact | Copy it into the cache") == 1, repaired.explain()
-    assert sha256(_cached_file(extra)) == sha256(SHOP)
+    assert _tasks(repaired).count("Artifact | Download the artifact and verify its sha256") == 1, repaired.explain()
+    assert len(requests) == 2, requests
+    assert sha256(cached) == sha256(SHOP)

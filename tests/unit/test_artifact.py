@@ -88,6 +88,44 @@ def test_verify_empty_digest_needs_allow_unverified(tmp_path):
     assert artifact.verify(str(path), "", allow_unverified=True) == sha256_of(b"x")
 
 
+def test_verified_copy_is_private_stable_and_removed(tmp_path):
+    """Render reads the artifact once: the copy it parses keeps the file's name, does not follow later changes of
+    the source, lives in a private directory, and is gone afterwards (also when verification fails)."""
+    path = tmp_path / "shop-1.4.0.yaml"
+    path.write_bytes(b"kind: ConfigMap\n")
+    digest = sha256_of(b"kind: ConfigMap\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with artifact.verified_copy(str(path), "sha256:" + digest, directory=str(scratch)) as (copy, got):
+        assert got == digest
+        assert os.path.basename(copy) == "shop-1.4.0.yaml" and os.path.dirname(os.path.dirname(copy)) == str(scratch)
+        assert os.stat(os.path.dirname(copy)).st_mode & 0o077 == 0
+        path.write_bytes(b"kind: Secret\n")  # replaced after the check: the copy is what was verified
+        with open(copy, "rb") as handle:
+            assert handle.read() == b"kind: ConfigMap\n"
+    assert not os.listdir(scratch)
+    with pytest.raises(ArtifactError, match="sha256 mismatch: expected %s, got %s" % (digest, sha256_of(b"kind: Secret\n"))):
+        with artifact.verified_copy(str(path), digest, directory=str(scratch), name="shop-1.4.0.yaml"):
+            pytest.fail("a mismatching artifact must not be yielded")
+    assert not os.listdir(scratch)
+
+
+def test_verified_copy_needs_a_digest_a_readable_file_and_a_bounded_size(tmp_path):
+    path = tmp_path / "a.yaml"
+    path.write_bytes(b"x" * 10)
+    with pytest.raises(ArtifactError, match="no sha256 given"):
+        with artifact.verified_copy(str(path), ""):
+            pass
+    with artifact.verified_copy(str(path), "", allow_unverified=True) as (_copy, got):
+        assert got == sha256_of(b"x" * 10)
+    with pytest.raises(ArtifactError, match="a.yaml: larger than 0 MiB"):
+        with artifact.verified_copy(str(path), "", allow_unverified=True, max_size=5, name="a.yaml"):
+            pass
+    with pytest.raises(ArtifactError, match="missing.yaml: cannot read the artifact: No such file"):
+        with artifact.verified_copy(str(tmp_path / "missing.yaml"), SHA_ZERO, name="missing.yaml"):
+            pass
+
+
 @pytest.mark.parametrize("value", ["abc", "g" * 64, "0" * 63, 12])
 def test_invalid_digest_is_an_input_error(value):
     with pytest.raises(InputError):
