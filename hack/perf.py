@@ -70,6 +70,7 @@ class Counting:
     def __init__(self, kube):
         self._kube = kube
         self.calls = collections.Counter()
+        self.trace = []  # (start s, duration s, verb, path) of every request, in order of their ends
         self._lock = threading.Lock()
 
     def __getattr__(self, name):
@@ -80,10 +81,24 @@ class Counting:
         what = method if method != "GET" else ("LIST" if "limit" in query or "labelSelector" in query else "GET")
         with self._lock:
             self.calls[what] += 1
-        return self._kube.request(method, path, **kw)
+        start = time.monotonic()
+        try:
+            return self._kube.request(method, path, **kw)
+        finally:
+            with self._lock:
+                self.trace.append((start, time.monotonic() - start, what, path))
 
     def get_json(self, path, **kw):
         return self.request("GET", path, **kw).data
+
+
+def _print_trace(trace, t0, timings):
+    """The requests of one run on stderr: when each started (s since the run started), how long it took, and
+    which ran at the same time (a request that starts before the previous one ended overlaps it)."""
+    print("requests (start s, duration ms, verb, path); phases %s" % (
+        ", ".join("%s %.2f s" % item for item in sorted(timings.items()))), file=sys.stderr)
+    for start, duration, verb, path in sorted(trace):
+        print("  %6.3f %7.1f %-6s %s" % (start - t0, duration * 1000, verb, path[:110]), file=sys.stderr)
 
 
 def _engine(args):
@@ -135,6 +150,8 @@ def _engine(args):
                 t2 = time.monotonic()
                 counts = collections.Counter(c.action for c in result.changes)
                 rows.append((label, t1 - t0, result.timings.get("apply", 0.0), t2 - t1, dict(counts), dict(kube.calls)))
+                if args.trace and label == "nothing changed (2)":
+                    _print_trace(kube.trace, t0, result.timings)
     finally:
         cluster.delete_namespace(namespace)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -162,6 +179,7 @@ def main(argv=None):
     eng.add_argument("--inventory", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                          ".clusters", "inventory.yml"))
     eng.add_argument("--host", default="")
+    eng.add_argument("--trace", action="store_true", help="print every request of the second nothing-changed run")
     args = parser.parse_args(argv)
     if args.command == "generate":
         yaml.safe_dump_all(objects(args.count, args.image), sys.stdout, sort_keys=False)

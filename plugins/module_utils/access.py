@@ -12,6 +12,8 @@ apply would then report the 403 itself, as before.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, ApplyError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     is_crd, namespace_of, ref, served_kinds, split_api_version)
@@ -20,6 +22,7 @@ REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 WHOAMI_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 VERBS = ("patch",)
 SHOWN = 3  # objects named per missing permission
+CONCURRENCY = 8  # reviews asked at the same time
 
 
 def _resource(discovery, obj, defined):
@@ -62,12 +65,20 @@ def _allowed(kube, verb, group, plural, namespace):
     return bool(status.get("allowed"))
 
 
-def denied(kube, discovery, objects, verbs=VERBS):
-    """One line per (verb, resource, namespace) this identity may not write, naming a few of its objects."""
+def denied(kube, discovery, objects, verbs=VERBS, concurrency=CONCURRENCY):
+    """One line per (verb, resource, namespace) this identity may not write, naming a few of its objects. The
+    reviews are independent: they are asked at the same time (one round trip, not one per resource)."""
+    units = sorted(_units(discovery, objects).items())
+    asked = [(verb, unit) for unit, _refs in units for verb in verbs]
+    if len(asked) > 1 and concurrency > 1:
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(asked))) as pool:
+            answers = dict(zip(asked, pool.map(lambda item: _allowed(kube, item[0], *item[1]), asked)))
+    else:
+        answers = {item: _allowed(kube, item[0], *item[1]) for item in asked}
     lines = []
-    for (group, plural, namespace), refs in sorted(_units(discovery, objects).items()):
+    for (group, plural, namespace), refs in units:
         for verb in verbs:
-            if _allowed(kube, verb, group, plural, namespace) is False:
+            if answers[(verb, (group, plural, namespace))] is False:
                 where = "in namespace %s" % namespace if namespace else "cluster-wide"
                 more = " and %d more" % (len(refs) - SHOWN) if len(refs) > SHOWN else ""
                 lines.append("cannot %s %s %s (%s%s)" % (verb, "%s.%s" % (plural, group) if group else plural,

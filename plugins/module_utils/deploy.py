@@ -190,8 +190,8 @@ class Deployer:
         self.kube.version()  # credentials and reachability, before anything else
         create_ns = self._release_namespace(bundle)
         store = self.store(bundle.namespace, bundle.release.key)
-        current = store.in_service()
-        located = store.locator() or {}
+        located = store.locator() or {}  # one read: the release in service and the traffic candidate
+        current = store.in_service(located)
         phase = phase or (INSTALL if current is None else UPGRADE)
         result = DeployResult(status="pending", namespace=bundle.namespace, release=bundle.release.version,
                               previous=(current or {}).get("version", ""), phase=phase,

@@ -6,6 +6,12 @@
 Every request goes through :meth:`HistoryClient.call`, which turns API errors into HistoryError keeping the
 server's text and saying what to do. Writes that depend on what was read are PUTs carrying the read
 ``resourceVersion`` (:meth:`HistoryClient.update` re-reads on 409); deletes carry the read uid.
+
+The client remembers the last version of each ConfigMap it read or wrote. :meth:`HistoryClient.update` starts
+from that version instead of reading it again (one round trip less per write: a deploy reads the locator before
+it locks it, and writes each record right after creating it); this is safe because the PUT carries the
+remembered ``resourceVersion``: if anything changed meanwhile, the server answers 409 and the update re-reads.
+A decision not to write ("nothing to do", "locked by another deploy") is only taken on a fresh read.
 The client also holds what the history's parts share: the release key, the clock and the notes.
 """
 
@@ -15,7 +21,7 @@ import datetime
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApiError, ConflictError, HistoryError, NotFoundError)
+    ApiError, ConflictError, HistoryError, ManentError, NotFoundError)
 
 CONFLICT_RETRIES = 5
 
@@ -34,6 +40,24 @@ class HistoryClient:
         self.now = now or _utcnow
         self.notes = []
         self.locator_name = codec.locator_name(release_key)
+        self._seen = {}  # name -> the last ConfigMap read or written (see the module docstring)
+
+    def _remember(self, cm, resource="configmaps"):
+        if resource == "configmaps" and isinstance(cm, dict) and (cm.get("metadata") or {}).get("name"):
+            self._seen[cm["metadata"]["name"]] = cm
+        return cm
+
+    def remembered(self, name):
+        """The last version of ConfigMap ``name`` this client read or wrote; None when it has none."""
+        return self._seen.get(name)
+
+    def forget(self, name):
+        self._seen.pop(name, None)
+
+    def known(self, name, action="read the release history"):
+        """The last version of ConfigMap ``name`` this client read or wrote, else read now (None: absent)."""
+        cm = self._seen.get(name)
+        return cm if cm is not None else self.get(name, action)
 
     def path(self, name=None, resource="configmaps"):
         path = "/api/v1/namespaces/%s/%s" % (self.namespace, resource)
@@ -68,9 +92,11 @@ class HistoryClient:
     def get(self, name, action="read the release history", resource="configmaps", kind="ConfigMap"):
         """The ConfigMap (or Secret), or None when it does not exist."""
         try:
-            return self.call("GET", self.path(name, resource), self.subject(name, kind), action,
-                             passthrough=(NotFoundError,))
+            return self._remember(self.call("GET", self.path(name, resource), self.subject(name, kind), action,
+                                            passthrough=(NotFoundError,)), resource)
         except NotFoundError:
+            if resource == "configmaps":
+                self._seen.pop(name, None)
             return None
 
     def create(self, body, action, resource="configmaps", kind="ConfigMap"):
@@ -79,21 +105,37 @@ class HistoryClient:
         Retried like an idempotent request (a POST whose answer was lost is sent again): every caller reads the
         409 it may then get as "exists already" and re-reads (docs/reliability.md, Retries).
         """
-        return self.call("POST", self.path(resource=resource), self.subject(body["metadata"]["name"], kind), action,
-                         passthrough=(ConflictError,), body=body, repeatable=True)
+        return self._remember(self.call("POST", self.path(resource=resource),
+                                        self.subject(body["metadata"]["name"], kind), action,
+                                        passthrough=(ConflictError,), body=body, repeatable=True), resource)
 
-    def put(self, body, action, resource="configmaps", kind="ConfigMap"):
+    def put(self, body, action, resource="configmaps", kind="ConfigMap", passthrough=(ConflictError,)):
         """PUT ``body`` (conditioned on its resourceVersion); ConflictError passes through."""
         name = body["metadata"]["name"]
-        return self.call("PUT", self.path(name, resource), self.subject(name, kind), action,
-                         passthrough=(ConflictError,), body=body)
+        return self._remember(self.call("PUT", self.path(name, resource), self.subject(name, kind), action,
+                                        passthrough=passthrough, body=body), resource)
 
     def update(self, name, change, action, missing_hint=None, missing_ok=False):
         """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
 
-        Returns the written (or unchanged) ConfigMap; None when it does not exist and ``missing_ok``.
+        Returns the written (or unchanged) ConfigMap; None when it does not exist and ``missing_ok``. The first
+        attempt starts from the remembered version when there is one; what it decides without writing (None,
+        or an error from ``change``) is decided again on a fresh read.
         """
+        remembered = self._seen.pop(name, None)
         for _attempt in range(CONFLICT_RETRIES):
+            if remembered is not None:
+                cm, remembered = remembered, None
+                try:
+                    changed = change(cm)
+                except ManentError:
+                    changed = None
+                if changed is None:
+                    continue  # not decided on a remembered version: read it
+                try:
+                    return self.put(changed, action, passthrough=(ConflictError, NotFoundError))
+                except (ConflictError, NotFoundError):
+                    continue
             cm = self.get(name, action)
             if cm is None:
                 if missing_ok:
@@ -117,6 +159,8 @@ class HistoryClient:
         name = obj["metadata"]["name"]
         body = {"apiVersion": "v1", "kind": "DeleteOptions",
                 "preconditions": {"uid": obj["metadata"].get("uid")}}
+        if resource == "configmaps":
+            self._seen.pop(name, None)
         try:
             self.call("DELETE", self.path(name, resource), self.subject(name, kind), action,
                       passthrough=(NotFoundError, ConflictError), body=body)
@@ -129,8 +173,18 @@ class HistoryClient:
     def history(self, role=codec.HISTORY_RECORD):
         """This key's history ConfigMaps of ``role`` (records by default): selected by the key's labels and
         named ``<locator>-...``."""
-        selector = codec.history_selector(self.key, role)
+        return self.histories(role)[0]
+
+    def histories(self, *roles):
+        """One list per role in ``roles`` of this key's history ConfigMaps, from one LIST request."""
+        selector = codec.history_selector(self.key, roles[0] if len(roles) == 1 else None)
         items = self.call("GET", self.path(), self.subject(self.locator_name + "-*"),
                           "list the release history", query={"labelSelector": selector}).get("items") or []
         prefix = self.locator_name + "-"
-        return [cm for cm in items if (cm.get("metadata") or {}).get("name", "").startswith(prefix)]
+        mine = [cm for cm in items if (cm.get("metadata") or {}).get("name", "").startswith(prefix)]
+        for cm in mine:
+            cm.setdefault("apiVersion", "v1")
+            cm.setdefault("kind", "ConfigMap")
+            self._remember(cm)
+        return [[cm for cm in mine if ((cm.get("metadata") or {}).get("labels") or {}).get(codec.LABEL_HISTORY) == role]
+                for role in roles]

@@ -14,7 +14,7 @@ import copy
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ConflictError, HistoryError, InputError, LockedError)
+    ConflictError, HistoryError, InputError, LockedError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_client import CONFLICT_RETRIES
 
 LOCK_TTL_SECONDS = codec.LOCK_TTL_SECONDS
@@ -22,6 +22,10 @@ LOCK_TTL_SECONDS = codec.LOCK_TTL_SECONDS
 _CLEAR_LOCK = ("clear the lock fields of the locator (see docs/history.md, Lock) or deploy with "
                "break_lock: true, only if you are sure no other deploy of this release is running")
 _OTHER_PROCESS = "another process manages this history; stop it and deploy again"
+
+
+class _Stale(Exception):
+    """A write from a remembered version was refused (409 or 404): read the object again."""
 
 
 class Locator:
@@ -46,9 +50,15 @@ class Locator:
         cm = self.client.get(self.client.locator_name)
         return None if cm is None else self._decoded(cm)
 
-    def in_service(self):
-        """version, deployment, slot and record of the release in service, or None when there is none."""
-        data = self.read()
+    def known(self):
+        """:meth:`read`, from the version of the locator this deploy last read or wrote when there is one."""
+        cm = self.client.known(self.client.locator_name)
+        return None if cm is None else self._decoded(cm)
+
+    def in_service(self, data=None):
+        """version, deployment, slot and record of the release in service, or None when there is none; from
+        locator ``data`` (as :meth:`read` returns it) when given, else read now."""
+        data = self.read() if data is None else data
         if not data or not data["version"]:
             return None
         record = data["record"] or codec.record_name(self.client.key, data["version"])
@@ -147,8 +157,28 @@ class Locator:
         if not self.holder:
             raise InputError("the deploy lock needs a holder (the deploy id)", subject=self.subject)
         action = "lock the release history"
-        cm = self.client.get(self.client.locator_name, action)
+        remembered = self.client.remembered(self.client.locator_name)
+        if remembered is not None:
+            try:
+                return self._put_lock(remembered, ttl, break_lock, action)
+            except (_Stale, LockedError, HistoryError):
+                pass  # nothing is decided on a remembered version: read it now
+        return self._acquire(ttl, break_lock, action)
+
+    def _put_lock(self, cm, ttl, break_lock, action):
+        """One attempt from the remembered locator ``cm``; _Stale when the server refused it (409, 404)."""
+        data, note = self._lock_data(cm, ttl, break_lock, raced=False)
+        try:
+            written = self.client.put(self._with_data(cm, data), action, passthrough=(ConflictError, NotFoundError))
+        except (ConflictError, NotFoundError):
+            raise _Stale() from None
+        if note:
+            self.client.notes.append(note)
+        return self._decoded(written)
+
+    def _acquire(self, ttl, break_lock, action):
         raced = False
+        cm = self.client.get(self.client.locator_name, action)
         if cm is None:
             created = self._create_locked(ttl, action)
             if created is not None:
@@ -192,6 +222,7 @@ class Locator:
 
         def unlock(cm):
             data = codec.decode_locator(cm)
+            released.clear()
             if not self.holder or data["lockHolder"] != self.holder:
                 return None
             released.append(True)

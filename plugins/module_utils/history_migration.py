@@ -26,7 +26,8 @@ class SecretsMigration:
         ConfigMaps whose Secrets were moved.
         """
         moved = []
-        for cm in self.client.history() + self.client.history(codec.HISTORY_BACKUP):
+        records, backups = self.client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
+        for cm in records + backups:
             if codec.needs_migration(cm) and self._migrate_one(cm):
                 moved.append(cm["metadata"]["name"])
         return moved

@@ -90,7 +90,7 @@ class Records:
         """
         self._check_release(release)
         name = codec.record_name(self.client.key, release.version)
-        record = self.client.get(name, "promote version %s" % release.version)
+        record = self.client.known(name, "promote version %s" % release.version)
         if record is None:
             raise HistoryError("cannot promote version %s: its record does not exist" % release.version,
                                subject=self.client.subject(name), hint="save the record before applying the release")
@@ -108,12 +108,13 @@ class Records:
         self.locator.change("promote version %s" % release.version, point)
         self.mark(release.version, codec.STATUS_DEPLOYED, replaced=replaced)
         if replaced and replaced_record != name:
-            if self.client.get(replaced_record) is None:
+            superseded = self.client.update(replaced_record, lambda cm: codec.set_status(cm, codec.STATUS_SUPERSEDED),
+                                            "set the status of version %s to %s" % (replaced, codec.STATUS_SUPERSEDED),
+                                            missing_ok=True)
+            if superseded is None:
                 self.client.notes.append("the record of the replaced version %s (%s) does not exist; nothing to "
                                          "mark superseded" % (replaced, self.client.subject(replaced_record)))
-            else:
-                self.mark(replaced, codec.STATUS_SUPERSEDED)
-        return self.locator.read()
+        return self.locator.known()  # as just written
 
     def set_candidate(self, release, slot):
         """Record ``release`` (applied to ``slot``, not in service) as the traffic candidate, weight 0."""
@@ -155,7 +156,7 @@ class Records:
     def previous_objects(self, secrets=False):
         """The saved objects of the release in service ([] when nothing is in service); Secrets without their
         values unless ``secrets``."""
-        current = self.locator.in_service()
+        current = self.locator.in_service(self.locator.known() or {})
         if current is None:
             return []
         cm = self.client.get(current["record"], "read the release in service")

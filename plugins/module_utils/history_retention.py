@@ -25,7 +25,7 @@ class Retention:
         replaced nor the traffic candidate; returns the deleted record names, oldest first. Backups of deleted
         records go too."""
         cms = {cm["metadata"]["name"]: cm for cm in self.client.history()}
-        data = self.locator.read() or {}
+        data = self.locator.known() or {}  # as this deploy last wrote it, under its lock
         protect = {name for name in (data.get("record"), data.get("replacedRecord"), data.get("candidateRecord"))
                    if name}
         doomed = codec.records_to_delete([codec.record_meta(cm) for cm in cms.values()], keep, protect)

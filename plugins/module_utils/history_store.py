@@ -73,9 +73,10 @@ class HistoryStore:
         """The locator fields plus name and resourceVersion; None when this release key was never deployed."""
         return self._locator.read()
 
-    def in_service(self):
-        """version, deployment, slot and record of the release in service, or None when there is none."""
-        return self._locator.in_service()
+    def in_service(self, locator=None):
+        """version, deployment, slot and record of the release in service, or None when there is none; from
+        ``locator`` (as :meth:`locator` returns it) when given, else read now."""
+        return self._locator.in_service(locator)
 
     def acquire(self, ttl=LOCK_TTL_SECONDS, break_lock=False):
         """Take (or renew) the deploy lock of this release key; returns the locator (LockedError when held)."""

@@ -307,6 +307,62 @@ def test_promote_is_refused_when_another_deploy_took_the_lock(cluster, namespace
     assert mine.load("1.0.0")[0]["status"] == "pending"
 
 
+class _Counting:
+    """The cluster's Kube, with the methods of its requests listed (every request still goes to the server)."""
+
+    def __init__(self, kube):
+        self._kube = kube
+        self.sent = []
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def request(self, method, path, **kw):
+        self.sent.append(method)
+        return self._kube.request(method, path, **kw)
+
+
+def test_remembered_versions_spare_reads_but_never_decide_alone(cluster, namespace):
+    """The history client starts a write from the version it last read or wrote (no GET before the PUT); a stale
+    version only costs a 409 and a re-read, and "locked by someone else" or "nothing to do" is decided on a fresh
+    read (history_client.py)."""
+    kube = _Counting(cluster.kube)
+    other = store(cluster, namespace, holder="other", now=at(T0))
+    other.acquire()
+    mine = store(cluster, namespace, holder="mine", now=at(T0 + datetime.timedelta(seconds=1)), kube=kube)
+    assert mine.locator()["lockHolder"] == "other"  # remembered while the other deploy holds the lock
+    other.release_lock()
+    kube.sent.clear()
+    assert mine.acquire()["lockHolder"] == "mine"  # not refused on the remembered version
+    assert kube.sent == ["GET", "PUT"]
+
+    kube.sent.clear()
+    release = Release(SHOP, "1.0.0", "mine")
+    name = mine.save_record(release, [configmap("a", namespace)])
+    assert mine.mark("1.0.0", "pending", slot="a")["slot"] == "a"
+    assert kube.sent == ["POST", "PUT"]  # the record just created is marked without reading it
+
+    # Someone else edits the record: the remembered version is stale, the mark re-reads and keeps their edit.
+    edited = get_cm(cluster, namespace, name)
+    edited["metadata"].setdefault("annotations", {})["example.com/note"] = "kept"
+    cluster.kube.request("PUT", "/api/v1/namespaces/%s/configmaps/%s" % (namespace, name), body=edited)
+    kube.sent.clear()
+    assert mine.mark("1.0.0", "failed")["status"] == "failed"
+    assert kube.sent == ["PUT", "GET", "PUT"]
+    assert get_cm(cluster, namespace, name)["metadata"]["annotations"]["example.com/note"] == "kept"
+
+    # Another deploy breaks the lock: promote's remembered locator (locked by mine) is stale, the server says 409.
+    store(cluster, namespace, holder="breaker", now=at(T0 + datetime.timedelta(seconds=2))).acquire(break_lock=True)
+    with pytest.raises(LockedError, match="deploy 'breaker' holds"):
+        mine.promote(release)
+    assert mine.in_service() is None
+
+    # The remembered locator was deleted meanwhile: locking creates it again.
+    cluster.delete("v1", "ConfigMap", namespace, hc.locator_name(SHOP))
+    assert mine.acquire()["lockHolder"] == "mine"
+    assert get_cm(cluster, namespace, hc.locator_name(SHOP))["data"]["lockHolder"] == "mine"
+
+
 def test_records_are_listed_newest_first_without_other_histories(cluster, namespace):
     history = store(cluster, namespace)
     for minutes, version in ((0, "1.0.0"), (10, "3.0.0"), (5, "2.0.0"), (10, "2.5.0")):
