@@ -539,7 +539,10 @@ class Bench:
         for size in sizes:
             rel = Release(self.work, size, self.chart)
             for run in range(1, runs + 1):
-                for tool in tools:
+                # The tool order rotates with each run: no tool always runs first, right after the previous
+                # size's namespaces were deleted (the cluster is still collecting their pods then).
+                shift = (run - 1) % max(1, len(tools))
+                for tool in list(tools[shift:]) + list(tools[:shift]):
                     if tool in self.missing:
                         continue
                     ns = "bench-%s-%d-%s" % (tool.replace("+", ""), size, uuid.uuid4().hex[:5])

@@ -328,7 +328,8 @@ def write(meta, results, md_path, png_path):
     lines += ["## What is measured", "",
               "Objects from bench/gen.py (kinds in every 10: 3 ConfigMaps, 1 Secret, 1 ServiceAccount, 2 Services, "
               "3 Deployments of 1 pod); Helm deploys the same objects from the chart bench/chart/manent-bench, "
-              "packaged with the pinned Helm 3 at bench time. Each tool gets a fresh namespace and runs, in order:",
+              "packaged with the pinned Helm 3 at bench time. The tools take turns (the order rotates with each run); "
+              "each gets a fresh namespace and runs, in order:",
               "",
               "1. **first install**, waits off where the tool allows it (the role: `deploy_wait: false`);",
               "2. **nothing changed**: the same release again;",
