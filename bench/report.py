@@ -221,8 +221,8 @@ def remote_section(meta, med, cap=None):
             case, rratio(case, "manent-role x1", "install"), rratio(case, "manent-role x1", "noop")))
     lines.append("- manent modules / kubectl, one cluster: install %s, nothing changed %s (target ≤ 0.2×)." % (
         rratio("manent-modules x1", "kubectl x1", "install"), rratio("manent-modules x1", "kubectl x1", "noop")))
-    lines.append("- manent role / kubectl, one cluster: install %s, nothing changed %s." % (rratio("manent-role x1", "kubectl x1", "install"),
-                                         rratio("manent-role x1", "kubectl x1", "noop")))
+    lines.append("- manent role / kubectl, one cluster: install %s, nothing changed %s." % (
+        rratio("manent-role x1", "kubectl x1", "install"), rratio("manent-role x1", "kubectl x1", "noop")))
     lines.append("")
     return lines
 
