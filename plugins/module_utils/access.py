@@ -12,9 +12,8 @@ apply would then report the 403 itself, as before.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, ApplyError
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     is_crd, namespace_of, ref, served_kinds, split_api_version)
 
@@ -70,11 +69,7 @@ def denied(kube, discovery, objects, verbs=VERBS, concurrency=CONCURRENCY):
     reviews are independent: they are asked at the same time (one round trip, not one per resource)."""
     units = sorted(_units(discovery, objects).items())
     asked = [(verb, unit) for unit, _refs in units for verb in verbs]
-    if len(asked) > 1 and concurrency > 1:
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(asked))) as pool:
-            answers = dict(zip(asked, pool.map(lambda item: _allowed(kube, item[0], *item[1]), asked)))
-    else:
-        answers = {item: _allowed(kube, item[0], *item[1]) for item in asked}
+    answers = dict(zip(asked, concurrently(lambda item: _allowed(kube, item[0], *item[1]), asked, concurrency)))
     lines = []
     for (group, plural, namespace), refs in units:
         for verb in verbs:

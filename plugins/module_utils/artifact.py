@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 import zlib
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.digests import SHA256_HEX, bare_sha256, sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import SHA256_HEX, bare_sha256
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ArtifactError, InputError
 
 MANIFEST = "manifest"
@@ -72,16 +72,6 @@ def _check(expected, actual, label):
     return actual
 
 
-def verify(path, expected_sha256, allow_unverified=False, name=None):
-    """Check the file against its expected sha256; return the actual digest.
-
-    An empty ``expected_sha256`` is an error unless ``allow_unverified`` is true.
-    """
-    label = name or path
-    expected = _expected(expected_sha256, allow_unverified, label)
-    return _check(expected, sha256_file(path), label)
-
-
 @contextlib.contextmanager
 def verified_copy(path, expected_sha256, allow_unverified=False, name=None, directory=None,
                   max_size=MAX_TOTAL_SIZE):
@@ -90,7 +80,8 @@ def verified_copy(path, expected_sha256, allow_unverified=False, name=None, dire
     ``(copy path, digest)`` and remove the copy afterwards.
 
     Reading the source only once closes the gap between verifying a file and reading it again: the copy
-    cannot change after it was verified. Errors are the same as :func:`verify`'s."""
+    cannot change after it was verified. An empty ``expected_sha256`` is an error unless ``allow_unverified``
+    is true."""
     label = name or path
     expected = _expected(expected_sha256, allow_unverified, label)
     scratch = tempfile.mkdtemp(prefix="manent-artifact-", dir=directory)

@@ -74,13 +74,15 @@ class Records:
             self.companions.delete(replaced[0], action)
         return name
 
-    def mark(self, version, status, **fields):
-        """Set the status (and record fields such as slot or replaced) of the record of ``version``."""
+    def mark(self, version, status, missing_ok=False, **fields):
+        """Set the status (and record fields such as slot or replaced) of the record of ``version``; its
+        metadata, or None when it does not exist and ``missing_ok``."""
         name = codec.record_name(self.client.key, version)
         updated = self.client.update(name, lambda cm: codec.set_status(cm, status, **fields),
                                      "set the status of version %s to %s" % (version, status),
-                                     missing_hint="no record of version %s: save it before marking it" % version)
-        return codec.record_meta(updated)
+                                     missing_hint="no record of version %s: save it before marking it" % version,
+                                     missing_ok=missing_ok)
+        return None if updated is None else codec.record_meta(updated)
 
     def promote(self, release, replaced_version=None):
         """Put ``release`` in service after its rollout succeeded.
@@ -108,10 +110,7 @@ class Records:
         self.locator.change("promote version %s" % release.version, point)
         self.mark(release.version, codec.STATUS_DEPLOYED, replaced=replaced)
         if replaced and replaced_record != name:
-            superseded = self.client.update(replaced_record, lambda cm: codec.set_status(cm, codec.STATUS_SUPERSEDED),
-                                            "set the status of version %s to %s" % (replaced, codec.STATUS_SUPERSEDED),
-                                            missing_ok=True)
-            if superseded is None:
+            if self.mark(replaced, codec.STATUS_SUPERSEDED, missing_ok=True) is None:
                 self.client.notes.append("the record of the replaced version %s (%s) does not exist; nothing to "
                                          "mark superseded" % (replaced, self.client.subject(replaced_record)))
         return self.locator.known()  # as just written

@@ -324,12 +324,17 @@ def _fake_helm(tmp_path):
     return str(path)
 
 
+def _verify(path, expected):
+    with artifact.verified_copy(path, expected):
+        pass
+
+
 DIGESTS = [
-    ("artifact sha256 mismatch", lambda t: artifact.verify(_plain(t, CM.encode(), "app.yaml"), "ab" * 32),
+    ("artifact sha256 mismatch", lambda t: _verify(_plain(t, CM.encode(), "app.yaml"), "ab" * 32),
      ("app.yaml", "sha256 mismatch", "ab" * 32)),
-    ("artifact sha256 that is not hex", lambda t: artifact.verify(_plain(t, CM.encode(), "app.yaml"), "xyz"),
+    ("artifact sha256 that is not hex", lambda t: _verify(_plain(t, CM.encode(), "app.yaml"), "xyz"),
      ("sha256", "not a sha256 digest")),
-    ("artifact without sha256", lambda t: artifact.verify(_plain(t, CM.encode(), "app.yaml"), ""),
+    ("artifact without sha256", lambda t: _verify(_plain(t, CM.encode(), "app.yaml"), ""),
      ("app.yaml", "no sha256 given")),
     ("helm binary sha256 mismatch", lambda t: verify_binary(HelmOptions(command=_fake_helm(t), sha256="cd" * 32)),
      ("helm.sha256", "expected " + "cd" * 32)),
