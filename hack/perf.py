@@ -114,6 +114,7 @@ def _engine(args):
         RenderOptions, default_deployment_id, render)
 
     finder = apply_module.UnchangedFinder
+    apply_options = ApplyOptions(concurrency=args.concurrency) if args.concurrency else ApplyOptions()
     clusters = {c.name: c for c in _load_inventory(args.inventory)}
     cluster = clusters[args.host] if args.host else next(iter(clusters.values()))
     namespace = "perf-" + uuid.uuid4().hex[:8]
@@ -140,7 +141,7 @@ def _engine(args):
                 bundle = render(path, Release(key, version, default_deployment_id(version, sha, options)), options,
                                 discovery, kube.version())
                 t1 = time.monotonic()
-                deployer = Deployer(kube, discovery, DeployOptions(apply=ApplyOptions(), wait=False, prune=True))
+                deployer = Deployer(kube, discovery, DeployOptions(apply=apply_options, wait=False, prune=True))
                 if label == NO_FAST_PATH:  # the same nothing-changed redeploy, every object server-side applied
                     apply_module.UnchangedFinder = _NoFastPath
                 try:
@@ -179,6 +180,7 @@ def main(argv=None):
     eng.add_argument("--inventory", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                          ".clusters", "inventory.yml"))
     eng.add_argument("--host", default="")
+    eng.add_argument("--concurrency", type=int, default=0, help="objects applied at once (default: manent_apply's)")
     eng.add_argument("--trace", action="store_true", help="print every request of the second nothing-changed run")
     args = parser.parse_args(argv)
     if args.command == "generate":
