@@ -59,6 +59,7 @@ sys.path.insert(1, os.path.join(ROOT, "hack"))
 import gen  # noqa: E402  pylint: disable=wrong-import-position
 from clusters import cache_dir, versions as versions_env  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
+SETTLE_TIMEOUT = 180  # seconds a cell waits for the cluster to settle after the previous one (Cluster.settle)
 SCENARIOS = ("install", "noop", "image", "prune", "rollback", "check", "install+wait")
 SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image": "one image changed",
                    "prune": "10 % removed (prune)", "rollback": "rollback", "check": "check mode (dry run)",
@@ -142,6 +143,34 @@ class Cluster:
                 return
             time.sleep(1)
         log("namespace %s in %s still terminating after %ss, going on" % (name, self.name, wait))
+
+    def settle(self, namespace, timeout=SETTLE_TIMEOUT):
+        """Wait until the cluster has caught up with the namespace: every Deployment rolled out (observed, updated
+        and available replicas as asked) and no pod beyond them (none terminating). The next cell then starts
+        where a real redeploy does, on a settled cluster, instead of sharing the 2 cores with the controllers
+        still creating the previous cell's pods. Returns the seconds waited (not part of any measurement)."""
+        start = time.monotonic()
+        base = "/namespaces/%s" % namespace
+        while time.monotonic() - start < timeout:
+            code, deployments = self.request("GET", "/apis/apps/v1" + base + "/deployments")
+            code_pods, pods = self.request("GET", "/api/v1" + base + "/pods")
+            if code == 200 and code_pods == 200:
+                wanted = 0
+                settled = True
+                for item in deployments.get("items", []):
+                    spec, status = item.get("spec", {}), item.get("status", {})
+                    replicas = spec.get("replicas", 1)
+                    wanted += replicas
+                    if (status.get("observedGeneration", 0) < item["metadata"].get("generation", 1)
+                            or status.get("replicas", 0) != replicas or status.get("updatedReplicas", 0) != replicas
+                            or status.get("availableReplicas", 0) != replicas):
+                        settled = False
+                items = pods.get("items", [])
+                if settled and len(items) == wanted and not any(p["metadata"].get("deletionTimestamp") for p in items):
+                    return time.monotonic() - start
+            time.sleep(0.5)
+        log("namespace %s in %s not settled after %ss, going on" % (namespace, self.name, timeout))
+        return time.monotonic() - start
 
     def kubeconfig(self, path, server=None):
         config = {"apiVersion": "v1", "kind": "Config", "current-context": self.name,
@@ -528,14 +557,29 @@ class Bench:
         if reason:
             self.skip(section, label, size, scenario, run, reason, bound)
             return "skipped"
+        waited = sum(c.settle(ctx["namespace"]) for c in ctx["clusters"])
+        if waited > 1:
+            log("%s %s %d %s run %d: cluster settled in %.1f s (not measured)" % (section, label, size, scenario, run,
+                                                                                  waited))
         result = self.timed(section, label, size, scenario, run, self.steps(tool, scenario, ctx))
         if result == "capped":
             self.capped[((section, label), size, scenario)] = size
         return result
 
     # ----------------------------------------------------------------- sections
+    def floor(self, cluster, inventory, run):
+        """ansible-playbook with one debug task on the same inventory and limit: the floor under every Ansible
+        cell (reported apart, section "floor")."""
+        if self.past_deadline():
+            return
+        step = self.playbook(os.path.join(HERE, "playbooks", "floor.yml"), inventory, {}, limit=cluster.name)
+        self.timed("floor", "ansible-playbook", 0, "floor", run, [step])
+
     def local(self, cluster, inventory, tools, sizes, runs):
         kubeconfig = cluster.kubeconfig(os.path.join(self.work, "kubeconfig-%s" % cluster.name))
+        if sizes and any(t in ("manent-role", "manent-modules", "k8s") for t in tools):
+            for run in range(1, runs + 1):
+                self.floor(cluster, inventory, run)
         for size in sizes:
             rel = Release(self.work, size, self.chart)
             for run in range(1, runs + 1):
@@ -547,7 +591,7 @@ class Bench:
                         continue
                     ns = "bench-%s-%d-%s" % (tool.replace("+", ""), size, uuid.uuid4().hex[:5])
                     ctx = {"release": rel, "namespace": ns, "kubeconfig": kubeconfig, "inventory": inventory,
-                           "limit": cluster.name}
+                           "limit": cluster.name, "clusters": [cluster]}
                     chosen = self.scenarios_at(size)
                     sequence = [x for x in SCENARIOS[:-1] if x in chosen]
                     cluster.create_namespace(ns)
@@ -596,7 +640,7 @@ class Bench:
                     label = "%s x%d" % (tool, count)
                     ns = "bench-remote-%s-%s" % (tool, uuid.uuid4().hex[:5])
                     ctx = {"release": rel, "namespace": ns, "kubeconfig": kubeconfig, "inventory": inventory,
-                           "limit": ",".join(c.name for c in targets), "parallel": count}
+                           "limit": ",".join(c.name for c in targets), "parallel": count, "clusters": targets}
                     for c in targets:
                         c.create_namespace(ns)
                     try:
@@ -692,7 +736,8 @@ def cmd_run(args):
                       "versions": bench.tool_versions(cluster), "notes": list(args.note),
                       "cap": max(bench.caps.values()), "caps": {str(k): v for k, v in bench.caps.items() if k},
                       "size_scenarios": {str(k): v for k, v in bench.size_scenarios.items()},
-                      "budget_minutes": args.budget_minutes, "inventory": inventory}
+                      "budget_minutes": args.budget_minutes, "inventory": inventory,
+                      "settle_timeout": SETTLE_TIMEOUT}
         if previous:  # --append: add this run's sections to the results already there
             bench.results = [r for r in previous["results"] if r.get("section") != "meta"]
             old_meta = previous["meta"]
@@ -707,6 +752,8 @@ def cmd_run(args):
             old_meta["caps"] = dict(old_meta.get("caps") or {}, **bench.meta["caps"])
             old_meta["size_scenarios"] = dict(old_meta.get("size_scenarios") or {}, **bench.meta["size_scenarios"])
             old_meta["cap"] = max([old_meta.get("cap") or 0, bench.meta["cap"]])
+            if not old_meta.get("settle_timeout"):  # cells of an older run started without waiting: say nothing
+                old_meta["settle_timeout"] = None
             for key in ("remote_size", "delay_ms"):
                 if bench.meta[key]:
                     old_meta[key] = bench.meta[key]

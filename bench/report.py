@@ -187,6 +187,31 @@ def plot(med, sizes, tools, path):
     plt.close(fig)
 
 
+def floor_section(med, tools):
+    """Ansible's floor (bench/playbooks/floor.yml) and what it means for the Ansible rows at 300 objects."""
+    got = med.get(("floor", "ansible-playbook", 0, "floor"))
+    if not got or got[0] == INF:
+        return []
+    floor = got[0]
+    lines = ["## Ansible's floor", "",
+             "`ansible-playbook` running one `debug` task on the same inventory and cluster (bench/playbooks/floor.yml): "
+             "**%s** (median of %d). Every Ansible row above (manent's role and modules, kubernetes.core) pays it, "
+             "and then about 0.03–0.1 s of the controller's CPU for every further task, even a skipped one; "
+             "kubectl and Helm pay a Go binary's start-up instead." % (fmt(floor), got[2]), ""]
+    rows = []
+    for tool in ("manent-role", "manent-modules", "k8s"):
+        if tool not in tools:
+            continue
+        for scenario in ("install", "noop"):
+            cell = med.get(("local", tool, 300, scenario))
+            if cell and cell[0] != INF:
+                rows.append("%s %s %s (%.1f× the floor)" % (tool, SCENARIO_TITLES[scenario], fmt(cell[0]),
+                                                           cell[0] / floor))
+    if rows:
+        lines += ["300 objects: " + "; ".join(rows) + ".", ""]
+    return lines
+
+
 def remote_section(meta, med, cap=None):
     size = meta.get("remote_size")
     if not size:
@@ -347,7 +372,11 @@ def write(meta, results, md_path, png_path):
               "manent `wait: true`). *rollout wait alone* = that minus the first install. Times are wall-clock "
               "seconds of the whole command (ansible-playbook start-up included). Ratios in brackets: × the manent "
               "role's time in the same column (below 1: faster than the role). *manent apply task alone* is the "
-              "`manent_apply` task's own time inside the modules playbook (from a timing callback).", ""]
+              "`manent_apply` task's own time inside the modules playbook (from a timing callback)."
+              + (" Before each command the bench waits, untimed, until the cluster has settled (every Deployment "
+                 "of the namespace rolled out, no pod terminating; at most %s s): each command starts where a real "
+                 "deploy starts, rather than sharing the 2 cores with controllers still creating the previous "
+                 "command's pods." % meta["settle_timeout"] if meta.get("settle_timeout") else ""), ""]
     for size in sizes:
         lines += ["## Local cluster, %d objects" % size, ""]
         lines += local_table(med, failures, size, tools, meta["runs"], cap)
@@ -363,6 +392,7 @@ def write(meta, results, md_path, png_path):
                     scaling.append("%s %s %.1f×" % (tool, SCENARIO_TITLES[scenario], hi[0] / lo[0]))
         if scaling:
             lines += ["time(3,000) / time(300): " + "; ".join(scaling) + ".", ""]
+    lines += floor_section(med, tools)
     lines += remote_section(meta, med, cap)
     lines += ["## Where a peer wins, and why", ""]
     wins = peer_wins(med, sizes)
