@@ -105,10 +105,10 @@ bench-tools: tools
 	bash hack/build-tools.sh bench
 
 bench: venv bench-tools collection-link $(BENCH_PY) ## manent vs kubectl, Helm 3/4, kubernetes.core at 30/300/3,000 objects -> BENCHMARKS.md, docs/bench.png
-	$(BENCH_PY) bench/bench.py run --sizes 30,300,3000 --clusters-python $(VPY) --command-line "make bench" $(BENCH_ARGS)
+	$(BENCH_PY) bench/bench.py run --sizes 30,300,3000 --clusters-python $(VPY) --command-line "make bench$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(BENCH_ARGS)
 
 bench-quick: venv bench-tools collection-link $(BENCH_PY) ## the same at 30 and 300 objects only
-	$(BENCH_PY) bench/bench.py run --sizes 30,300 --clusters-python $(VPY) --command-line "make bench-quick" $(BENCH_ARGS)
+	$(BENCH_PY) bench/bench.py run --sizes 30,300 --clusters-python $(VPY) --command-line "make bench-quick$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(BENCH_ARGS)
 
 # --- soak (issue 14: randomized faults on dedicated clusters; not part of make test) ----------------------
 SOAK_ROUNDS ?= 25

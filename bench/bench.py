@@ -40,6 +40,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import ssl
@@ -209,6 +210,23 @@ def ensure_clusters(inventory, python):
     log("no local clusters (no .clusters/state.json): starting them with hack/clusters.py up")
     subprocess.run([python, os.path.join(ROOT, "hack", "clusters.py"), "up"], cwd=ROOT, check=True)
     return load_clusters(inventory), True
+
+
+def reproduce_command(argv):
+    """This invocation as a shell command for BENCHMARKS.md: without --clusters-python (a path of this machine)
+    and --note (its text is in the Notes), quoted so that e.g. --sizes '' survives."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--clusters-python", "--note"):
+            skip = True
+            continue
+        if arg.startswith(("--clusters-python=", "--note=")):
+            continue
+        kept.append(arg)
+    return shlex.join(["bench/bench.py"] + kept)
 
 
 def parse_caps(text):
@@ -557,7 +575,7 @@ class Bench:
         if reason:
             self.skip(section, label, size, scenario, run, reason, bound)
             return "skipped"
-        waited = sum(c.settle(ctx["namespace"]) for c in ctx["clusters"])
+        waited = sum(c.settle(ctx["namespace"], self.args.settle_timeout) for c in ctx["clusters"])
         if waited > 1:
             log("%s %s %d %s run %d: cluster settled in %.1f s (not measured)" % (section, label, size, scenario, run,
                                                                                   waited))
@@ -729,7 +747,7 @@ def cmd_run(args):
             with open(bench.results_file, encoding="utf-8") as handle:
                 previous = json.load(handle)
         bench.meta = {"started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                      "command": args.command_line or " ".join(["python", "bench/bench.py"] + sys.argv[1:]),
+                      "command": args.command_line or reproduce_command(sys.argv[1:]),
                       "machine": machine(), "load_before": os.getloadavg(), "runs": args.runs, "sizes": sizes,
                       "cluster": cluster.name, "missing": bench.missing, "delay_ms": args.delay_ms,
                       "remote_size": args.remote_size if not args.no_remote else None,
@@ -737,7 +755,7 @@ def cmd_run(args):
                       "cap": max(bench.caps.values()), "caps": {str(k): v for k, v in bench.caps.items() if k},
                       "size_scenarios": {str(k): v for k, v in bench.size_scenarios.items()},
                       "budget_minutes": args.budget_minutes, "inventory": inventory,
-                      "settle_timeout": SETTLE_TIMEOUT}
+                      "settle_timeout": args.settle_timeout}
         if previous:  # --append: add this run's sections to the results already there
             bench.results = [r for r in previous["results"] if r.get("section") != "meta"]
             old_meta = previous["meta"]
@@ -754,6 +772,8 @@ def cmd_run(args):
             old_meta["cap"] = max([old_meta.get("cap") or 0, bench.meta["cap"]])
             if not old_meta.get("settle_timeout"):  # cells of an older run started without waiting: say nothing
                 old_meta["settle_timeout"] = None
+            else:
+                old_meta["settle_timeout"] = max(old_meta["settle_timeout"], bench.meta["settle_timeout"])
             for key in ("remote_size", "delay_ms"):
                 if bench.meta[key]:
                     old_meta[key] = bench.meta[key]
@@ -809,6 +829,9 @@ def main(argv=None):
                      help="SIZE=s1,s2: only these scenarios at that size (to fit a run in its time; noted in the report)")
     run.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
     run.add_argument("--png", default=os.path.join(ROOT, "docs", "bench.png"))
+    run.add_argument("--settle-timeout", type=int, default=SETTLE_TIMEOUT,
+                     help="seconds to wait, untimed, for the cluster to settle before each command (default %d; "
+                          "3,000 objects need more here: 900 pods)" % SETTLE_TIMEOUT)
     run.add_argument("--budget-minutes", type=float, default=0,
                      help="stop starting cells after this many minutes (0: no limit); the rest are shown as not run")
     run.add_argument("--proxy-base-port", type=int, default=0,

@@ -335,7 +335,7 @@ def write(meta, results, md_path, png_path):
                  meta["started"], meta.get("finished", "(unfinished)"), meta["runs"]), "",
              "Reproduce: `%s` (needs Go and Python 3.11 like `make test`; builds kubectl and Helm 4 once into the "
              "cache, creates the bench virtualenv from bench/requirements.txt, uses the running local clusters or "
-             "starts them)." % meta["command"], "",
+             "starts them)." % " && ".join(inv["command"] for inv in meta.get("invocations") or [meta]), "",
              "## Machine", "",
              "- %s, %s cores, %s, %s" % (m["cpu"], m["cores"], m["memory"], m["os"]),
              "- Load average (1, 5, 15 min) before: %s, after: %s. The machine is shared (other engineers' tests ran "
