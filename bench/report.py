@@ -205,8 +205,8 @@ def floor_section(med, tools):
         for scenario in ("install", "noop"):
             cell = med.get(("local", tool, 300, scenario))
             if cell and cell[0] != INF:
-                rows.append("%s %s %s (%.1f× the floor)" % (tool, SCENARIO_TITLES[scenario], fmt(cell[0]),
-                                                           cell[0] / floor))
+                rows.append("%s %s %s (%.1f× the floor)" % (
+                    tool, SCENARIO_TITLES[scenario], fmt(cell[0]), cell[0] / floor))
     if rows:
         lines += ["300 objects: " + "; ".join(rows) + ".", ""]
     return lines
