@@ -66,6 +66,7 @@ SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image
                    "prune": "10 % removed (prune)", "rollback": "rollback", "check": "check mode (dry run)",
                    "install+wait": "first install + rollout wait"}
 TOOLS = ("manent-role", "manent-modules", "kubectl", "helm3", "helm4", "k8s")
+ANSIBLE_TOOLS = ("manent-role", "manent-modules", "k8s")  # run through ansible-playbook: they pay Ansible's floor
 TOOL_TITLES = {"manent-role": "manent, role (ansible-playbook playbooks/deploy.yml)",
                "manent-modules": "manent, modules (render + apply playbook)",
                "manent-apply": "manent apply task alone (from the modules playbook)",
@@ -595,7 +596,7 @@ class Bench:
 
     def local(self, cluster, inventory, tools, sizes, runs):
         kubeconfig = cluster.kubeconfig(os.path.join(self.work, "kubeconfig-%s" % cluster.name))
-        if sizes and any(t in ("manent-role", "manent-modules", "k8s") for t in tools):
+        if sizes and any(t in ANSIBLE_TOOLS for t in tools):
             for run in range(1, runs + 1):
                 self.floor(cluster, inventory, run)
         for size in sizes:

@@ -17,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from bench import SCENARIOS, SCENARIO_TITLES, TOOL_TITLES  # noqa: E402  pylint: disable=wrong-import-position
+from bench import ANSIBLE_TOOLS, SCENARIOS, SCENARIO_TITLES, TOOL_TITLES  # noqa: E402  pylint: disable=wrong-import-position
 
 REFERENCE = "manent-role"
 ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "kubectl", "helm3", "helm4", "k8s")
@@ -199,7 +199,7 @@ def floor_section(med, tools):
              "and then about 0.03–0.1 s of the controller's CPU for every further task, even a skipped one; "
              "kubectl and Helm pay a Go binary's start-up instead." % (fmt(floor), got[2]), ""]
     rows = []
-    for tool in ("manent-role", "manent-modules", "k8s"):
+    for tool in ANSIBLE_TOOLS:
         if tool not in tools:
             continue
         for scenario in ("install", "noop"):
