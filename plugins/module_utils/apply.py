@@ -18,7 +18,8 @@ one object fails the tier before any of its objects is written.
 
 Objects equal to the stored copy of the release in service (``Applier.baseline``) whose live copy still holds
 every desired value, owned by ``manent``, are reported ``unchanged`` without a PATCH: unchanged.py decides, from
-one LIST per kind and namespace; anything uncertain is applied.
+one LIST per kind and namespace (read for all tiers at once before the deploy's first write, ``take_snapshot``,
+and per tier again once something was written); anything uncertain is applied.
 
 Reading live objects is live.py's job, deleting delete.py's, the CRD wait crds.py's; the change set
 entries are changeset.py's.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import (
-    CREATED, CONFIGURED, RECREATED, UNCHANGED, Change)
+    CREATED, CONFIGURED, RECREATED, SKIPPED, UNCHANGED, Change)
 from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import scrub_secret_values, diff_entry, same
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
@@ -81,6 +82,18 @@ class Applier:
         # the stored objects of the release in service (set by the deploy): objects equal to them whose live
         # copy still holds them are reported unchanged without a PATCH (unchanged.py)
         self.baseline = None
+        # their live copies, read at once before the deploy's first write (take_snapshot); None once it wrote
+        self.snapshot = None
+
+    def take_snapshot(self, objects):
+        """Read the live copies of the candidates among ``objects`` now, for the tiers to decide from until the
+        first write or wait (unchanged.py); the snapshot, or None without a baseline."""
+        self.snapshot = UnchangedFinder(self.reader, self.baseline).snapshot(objects) if self.baseline else None
+        return self.snapshot
+
+    def forget_snapshot(self):
+        """From now on each tier lists its candidates again (something was written or waited for)."""
+        self.snapshot = None
 
     # ------------------------------------------------------------------ one object
 
@@ -188,9 +201,14 @@ class Applier:
         if not objects:
             return
         started = time.monotonic()
-        same, known = UnchangedFinder(self.reader, self.baseline).find(objects) if self.baseline else (set(), {})
+        if any(c.action not in (UNCHANGED, SKIPPED) for c in changes):
+            self.forget_snapshot()  # something was created, changed or deleted since the snapshot
+        same, known = UnchangedFinder(self.reader, self.baseline).find(objects, self.snapshot) if self.baseline \
+            else (set(), {})
         seconds = time.monotonic() - started
         pending = [o for o in objects if key_of(o) not in same]
+        if pending and not self.options.dry_run:
+            self.forget_snapshot()  # this tier writes: the next tiers read what the cluster holds then
         if pending and not self.options.force and not self.options.dry_run:
             self.preflight(pending)
         # the others are read before their apply, except those one LIST per kind and namespace shows absent

@@ -177,13 +177,16 @@ class Deployer:
         """Deploy ``bundle``. ``previous_objects`` overrides what it may prune (default: from history),
         ``replaced`` the release recorded as replaced (default: the one in service)."""
         plan = self._plan(bundle, phase, previous_objects, replaced)
-        self._check_owners(plan)  # before any write, in check mode too
-        self._check_access(plan)
-        if not self.dry_run and not plan.noop:
-            plan.store.prepare_record(bundle.release, bundle.objects, plan.meta)  # size check before the first write
-        if self.dry_run:
-            return self._dry_run(plan)
-        return self._write(plan)
+        try:
+            self._check_owners(plan)  # before any write, in check mode too
+            self._check_access(plan)
+            if not self.dry_run and not plan.noop:
+                plan.store.prepare_record(bundle.release, bundle.objects, plan.meta)  # size check before writing
+            if self.dry_run:
+                return self._dry_run(plan)
+            return self._write(plan)
+        finally:
+            self.applier.forget_snapshot()
 
     def _plan(self, bundle, phase, previous_objects, replaced):
         started = time.monotonic()
@@ -241,10 +244,14 @@ class Deployer:
             raise
 
     def _check_owners(self, plan):
+        """No object belongs to another release (owners.py). The live copies of the objects that may be
+        unchanged are read first, all kinds at once (unchanged.py): the owner check need not read again those
+        listed with this release's labels, and the tiers decide from them until the first write."""
         result, key = plan.result, plan.bundle.release.key
         try:
+            snapshot = self.applier.take_snapshot(plan.selected)
             result.adopted = owners.check(self.reader, plan.selected, key, adopt=self.options.adopt,
-                                          rollback=plan.phase == ROLLBACK)
+                                          rollback=plan.phase == ROLLBACK, known=snapshot.live if snapshot else None)
         except ManentError as exc:
             result.status = "failed"
             exc.partial = result
@@ -316,6 +323,7 @@ class Deployer:
     def _wait(self, objects, when=stages.MAIN):
         """Wait for the objects of a stage group that stages.waited_in selects; the pods of running Jobs are
         remembered, so that a failed Job is explained even when its pods are gone."""
+        self.applier.forget_snapshot()  # the objects applied after this wait are read again
         # each round reads all objects together: one LIST per kind and namespace (LiveReader.read_many)
         witness = stages.PodWitness(self.reader.get, lambda obj: pods_of(self.kube, obj), self.reader.read_many)
         return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=self.options.wait_timeout,

@@ -22,10 +22,13 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.objects import k
 SELECTOR = "%s=%s" % (MANAGED_BY, MANAGER)
 
 
-def foreign(reader, objects, key):
-    """[(object, owner ReleaseKey)] of ``objects`` whose live copy belongs to a release key other than ``key``."""
+def foreign(reader, objects, key, known=None):
+    """[(object, owner ReleaseKey)] of ``objects`` whose live copy belongs to a release key other than ``key``.
+    ``known``: live copies read already (``{key_of(obj): live}``); only the other objects are read."""
     candidates = [o for o in objects if lifecycle.ownership(o) != lifecycle.OWNERSHIP_ANYONE]
-    live = reader.read_live(candidates, selector=SELECTOR)
+    known = known or {}
+    live = reader.read_live([o for o in candidates if key_of(o) not in known], selector=SELECTOR)
+    live.update(known)
     out = []
     for obj in candidates:
         owner = other_owner(live.get(key_of(obj)), key)
@@ -34,11 +37,11 @@ def foreign(reader, objects, key):
     return out
 
 
-def check(reader, objects, key, adopt=False, rollback=False):
+def check(reader, objects, key, adopt=False, rollback=False, known=None):
     """The adoptions ``[{subject, from}]`` (``from``: the owner's tenant, application, artifact, environment)
     of ``objects`` deployed as release ``key``; without ``adopt`` any object of another release is an
-    InputError listing them all, raised before anything is written."""
-    found = foreign(reader, objects, key)
+    InputError listing them all, raised before anything is written. ``known``: as for :func:`foreign`."""
+    found = foreign(reader, objects, key, known)
     if found and not adopt:
         if rollback:
             hint = ("a rollback does not take objects over: remove them from the other release, or deploy this "

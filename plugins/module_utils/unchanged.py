@@ -19,6 +19,12 @@ anything uncertain leaving it to server-side apply, which stays the source of tr
 
 Secrets are compared by sha256 digests of their values: a listed Secret's values are replaced by their
 digests as soon as the page is read, and neither values nor digests appear in any result or message.
+
+A deploy lists the candidates of all its tiers at once, before its first write (:meth:`UnchangedFinder.snapshot`:
+the LISTs run concurrently, and the owner check reads only the objects they did not find). The tiers decide
+from that snapshot only as long as the deploy has written nothing and waited for nothing since: the first
+object applied, recreated or deleted, or the first wait, ends it (``Applier.forget_snapshot``), and the
+following tiers list again, as each tier did before.
 """
 
 from __future__ import annotations
@@ -67,13 +73,26 @@ class UnchangedFinder:
             out.append(obj)
         return out
 
-    def find(self, objects):
+    def snapshot(self, objects):
+        """The :class:`Snapshot` of the candidates among ``objects``, read now (one LIST per kind, namespace and
+        release, all at once)."""
+        candidates = self.candidates(objects)
+        live, listed = self.read(candidates, with_listed=True)
+        return Snapshot(live, listed)
+
+    def find(self, objects, snapshot=None):
         """(keys of the unchanged objects, {key: live} of the other listed objects that are not Secrets).
-        The second map spares apply a GET; Secrets are never handed on (their values were replaced)."""
+        The second map spares apply a GET; Secrets are never handed on (their values were replaced).
+        ``snapshot``: live copies read before (only those it listed are taken from it, the others are read)."""
         candidates = self.candidates(objects)
         if not candidates:
             return set(), {}
-        live = self.read(candidates)
+        if snapshot is None:
+            live = self.read(candidates)
+        else:
+            keys = [key_of(o) for o in candidates]
+            live = {k: snapshot.live.get(k) for k in keys if k in snapshot.listed}
+            live.update(self.read([o for o, k in zip(candidates, keys) if k not in snapshot.listed]))
         unchanged, known = set(), {}
         for obj in candidates:
             key = key_of(obj)
@@ -86,10 +105,11 @@ class UnchangedFinder:
                 known[key] = found
         return unchanged, known
 
-    def read(self, objects):
+    def read(self, objects, with_listed=False):
         """{key: live} of ``objects``: one paged LIST per kind, namespace and release (label selector); a LIST
         that fails (not allowed, or an API error left after the client's retries) leaves its objects unknown:
-        they are applied, and the apply reports the error if there is one."""
+        they are applied, and the apply reports the error if there is one. ``with_listed``: also the keys of
+        the objects whose LIST succeeded (those absent from the map do not exist with the release's labels)."""
         groups = {}
         for obj in objects:
             selector = owner_of(obj).selector()
@@ -100,18 +120,21 @@ class UnchangedFinder:
             try:
                 return members, self._list(members[0], selector)
             except ApiError:
-                return members, []  # not allowed, gone, or the server failed: apply says what it is
+                return members, None  # not allowed, gone, or the server failed: apply says what it is
 
-        out = {}
+        out, listed = {}, set()
         for members, items in concurrently(read, list(groups.items()), self.reader.concurrency):
             wanted = {key_of(o) for o in members}
+            if items is None:
+                continue
+            listed.update(wanted)
             for item in items:
                 item.setdefault("apiVersion", members[0]["apiVersion"])
                 item.setdefault("kind", members[0]["kind"])
                 key = key_of(item)
                 if key in wanted:
                     out[key] = item
-        return out
+        return (out, listed) if with_listed else out
 
     def _list(self, first, selector):
         path = self.reader.path(first, with_name=False)
@@ -129,6 +152,16 @@ class UnchangedFinder:
             if not token:
                 return items
             query["continue"] = token
+
+
+class Snapshot:
+    """Live copies of a deploy's candidates read before its first write: ``live`` ``{key: live object}`` (Secrets
+    with their values replaced by digests), ``listed`` the keys whose LIST succeeded (a listed key absent from
+    ``live`` has no live object with the release's labels)."""
+
+    def __init__(self, live, listed):
+        self.live = live
+        self.listed = listed
 
 
 # ---------------------------------------------------------------------- Secrets

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 
 import pytest
 
@@ -39,9 +40,9 @@ class _Deploys:
         self.cluster, self.namespace, self.tmp_path = cluster, namespace, tmp_path
         self.version = 0
 
-    def __call__(self, objects):
+    def __call__(self, objects, kube=None):
         self.version += 1
-        kube = h.Recording(self.cluster.kube)
+        kube = kube or h.Recording(self.cluster.kube)
         result = h.deploy(self.cluster, self.tmp_path, objects, self.namespace, version="1.0.%d" % self.version,
                           kube=kube, wait=False)
         assert result.status == "deployed"
@@ -49,6 +50,26 @@ class _Deploys:
 
     def ref(self, kind, name):
         return "%s/%s/%s" % (kind, self.namespace, name)
+
+
+class _Meddling(h.Recording):
+    """The real Kube, recorded; once a request that ``when(method, path, query)`` selects has been answered,
+    ``then()`` runs (once): another client changing the cluster in the middle of a deploy, as a controller
+    reacting to manent's write, or someone editing while a stage waits."""
+
+    def __init__(self, kube, when, then):
+        super().__init__(kube)
+        self._when, self._then, self.meddled = when, then, False
+        self._once = threading.Lock()
+
+    def request(self, method, path, **kw):
+        response = super().request(method, path, **kw)
+        if self._when(method, path, kw.get("query") or {}):
+            with self._once:
+                if not self.meddled:
+                    self.meddled = True
+                    self._then()
+        return response
 
 
 def _patches(kube):
@@ -158,6 +179,51 @@ def test_field_added_by_another_manager_keeps_the_object_unchanged(cluster, name
     _only(result, deploys)
     assert _patches(kube) == []
     assert cluster.get("v1", "ConfigMap", namespace, "other")["metadata"]["annotations"]["example.com/note"] == "kept"
+
+
+def test_an_edit_after_the_first_write_of_a_deploy_is_reapplied(cluster, namespace, tmp_path):
+    """The deploy reads its unchanged candidates of all tiers before writing; once a tier writes (here the
+    ConfigMaps), the later tiers read the cluster again: a Deployment edited right after that write (as a
+    controller reacting to it would) is re-applied, not reported unchanged from the earlier read."""
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+
+    def edit_api():
+        cluster.kube.request("PATCH", cluster.path("apps/v1", "Deployment", namespace, "api"),
+                             query={"fieldManager": "kubectl-edit"}, body={"spec": {"replicas": 3}},
+                             content_type="application/merge-patch+json")
+
+    kube = _Meddling(cluster.kube, lambda m, p, q: m == "PATCH" and p.endswith("/configmaps/settings")
+                     and "dryRun" not in q, edit_api)
+    result, kube = deploys(_objects(settings={"mode": "b", "level": "info"}), kube=kube)
+    assert kube.meddled
+    _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",
+                              deploys.ref("Deployment", "api"): "configured"})
+    assert _patches(kube) == ["api", "settings"]
+    assert cluster.get("apps/v1", "Deployment", namespace, "api")["spec"]["replicas"] == 1
+
+
+def test_an_edit_while_the_pre_stage_waits_is_reapplied(cluster, namespace, tmp_path):
+    """Nothing is written when every object is unchanged, but a stage's wait takes time: a ConfigMap edited
+    while the pre stage waits for its (unchanged) Deployment is re-applied in the main stage."""
+    pre = deployment("migrate")
+    pre["metadata"]["annotations"] = {"manent.io/deploy-on": "pre-install,pre-upgrade"}
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects() + [pre])
+
+    def edit_settings():
+        cluster.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "settings", "namespace": namespace}, "data": {"mode": "edited"}},
+                      manager="someone-else")
+
+    waiting = "/apis/apps/v1/namespaces/%s/deployments/migrate" % namespace
+    kube = _Meddling(cluster.kube, lambda m, p, q: m == "GET" and p == waiting, edit_settings)
+    result, kube = deploys(_objects() + [pre], kube=kube)
+    assert kube.meddled, "the pre stage waited for its Deployment"
+    _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",
+                              deploys.ref("Deployment", "migrate"): "unchanged"})
+    assert _patches(kube) == ["settings"]
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"mode": "a", "level": "info"}
 
 
 def test_rollout_wait_lists_each_kind_and_namespace_once_per_round(cluster, namespace, tmp_path):

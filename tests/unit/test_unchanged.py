@@ -212,3 +212,19 @@ def test_a_failed_list_leaves_its_objects_to_apply():
                       fail=["/api/v1/namespaces/ns/configmaps"])
     wanted = [_named("ConfigMap", "a")]
     assert UnchangedFinder(_ListReader(kube), wanted).find(wanted) == (set(), {})
+
+
+def test_a_snapshot_is_read_once_and_a_failed_list_is_read_again_when_its_tier_comes():
+    kube = _PagedKube({"/api/v1/namespaces/ns/configmaps": [_named("ConfigMap", "a")],
+                       "/api/v1/namespaces/ns/secrets": [_named("Secret", "s")]},
+                      fail=["/api/v1/namespaces/ns/secrets"])
+    wanted = [_named("ConfigMap", "a"), _named("ConfigMap", "gone"), _named("Secret", "s")]
+    finder = UnchangedFinder(_ListReader(kube), wanted)
+    snapshot = finder.snapshot(wanted)
+    assert sorted(k.name for k in snapshot.live) == ["a"]
+    assert sorted(k.name for k in snapshot.listed) == ["a", "gone"]  # listed: "gone" has no live object
+    kube.calls.clear()
+    finder.find(wanted[:2], snapshot)
+    assert kube.calls == []  # both ConfigMaps were listed: nothing is read again
+    finder.find(wanted, snapshot)
+    assert [p for _m, p, _q in kube.calls] == ["/api/v1/namespaces/ns/secrets"]  # its LIST failed: read again
