@@ -66,7 +66,8 @@ def write(bundle, path):
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold Secret data
     with os.fdopen(fd, "w") as f:
-        json.dump(bundle.to_dict(), f, separators=(",", ":"), sort_keys=True)
+        # dumps, not dump: json.dump encodes in Python, dumps with the C encoder (several times faster)
+        f.write(json.dumps(bundle.to_dict(), separators=(",", ":"), sort_keys=True))
     os.replace(tmp, path)
     return path
 

@@ -63,7 +63,7 @@ class Discovery:
             os.makedirs(self.cache_dir, exist_ok=True)
             tmp = path + ".%d.tmp" % os.getpid()
             with open(tmp, "w") as f:
-                json.dump({"time": time.time(), "url": self.kube.url, "resources": resources}, f)
+                f.write(json.dumps({"time": time.time(), "url": self.kube.url, "resources": resources}))
             os.replace(tmp, path)
 
     def _index(self, resources):
