@@ -270,6 +270,39 @@ def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clu
     assert resource_versions(by_name["us1a"], ns) == before["us1a"]
 
 
+@pytest.mark.integration
+def test_checkpoint_stops_when_a_cluster_cannot_be_read(clusters, inventory_path, namespaces, tmp_path):
+    """A targeted cluster whose history cannot be read (nothing listens at its address) stops the deploy at the
+    checkpoint, before any change on any cluster. playbooks/deploy.yml stops at the failed read (its plan play
+    has any_errors_fatal); a play of the role's checkpoint entry point reads every cluster it can, prints the
+    table and names the cluster it could not read."""
+    ns = namespaces
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"),
+                                host_vars={"us1a": {"manent_api_server": "https://127.0.0.1:1"}})
+    extra = shop_vars(tmp_path, ns, "1.0.0", "hello")
+    run = run_playbook("deploy", inventory, extra, tmp_path)
+    assert run.rc != 0, run.explain()
+    assert "fatal: [us1a]" in run.output and "cannot read the release history" in run.output, run.explain()
+    assert "cannot reach https://127.0.0.1:1" in run.output, run.explain()
+    assert "Deploy | Render the release" not in run.output
+
+    playbook = tmp_path / "checkpoint.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Checkpoint only", "hosts": "all", "connection": "local", "gather_facts": False,
+        "tasks": [{"name": "Checkpoint", "ansible.builtin.import_role": {
+            "name": "manent.kubernetes.deploy", "tasks_from": "checkpoint"}}]}]))
+    run = run_playbook(str(playbook)[:-len(".yml")], inventory, extra, tmp_path)
+    assert run.rc != 0, run.explain()
+    assert "the history of us1a could not be read" in run.output, run.explain()
+    assert "nothing was changed" in run.output
+    rows = [line.strip(' ",').split()[:2] for line in run.output.splitlines()]
+    assert ["eu1a", "eu-1"] in rows and ["eu1b", "eu-1"] in rows, run.explain()
+    for c in clusters:
+        if c.name != "us1a":
+            assert resource_versions(c, ns) == {}, c.name
+            assert history_configmaps(c, ns, "shop") == [], c.name
+
+
 # --------------------------------------------------------------------------- waves
 
 
