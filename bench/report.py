@@ -314,9 +314,15 @@ def notes(meta, med, deviations, sizes, tools):
     for key, value in med.items():
         if value[2] < runs and key not in deviations and key[1] != "manent-apply":
             short[(key[0], key[2], value[2])].add(key[1])
+    asked = {}  # size -> --runs of the last invocation that measured it
+    for inv in invocations or [meta]:
+        for size in inv.get("sizes") or []:
+            asked[size] = inv.get("runs")
     for (section, size, count), names in sorted(short.items()):
-        out.append("%s, %d objects: %d run(s) instead of %d (its invocation ended, stopped or out of time, before the others) for %s." % (
-            section, size, count, runs, ", ".join(sorted(names))))
+        why = ("its invocation asked for %d (`--runs %d`)" % (count, count) if section == "local" and
+               asked.get(size) == count else "its invocation ended, stopped or out of time, before the others")
+        out.append("%s, %d objects: %d run(s) instead of %d (%s) for %s." % (
+            section, size, count, runs, why, ", ".join(sorted(names))))
     if not out:
         return []
     return ["## Notes", ""] + ["- " + n for n in out] + [""]
