@@ -46,6 +46,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -313,26 +314,40 @@ class Capped(Exception):
 
 
 def _run_one(argv, env, cap):
-    """Run argv in its own process group; stop the group when it runs longer than cap seconds."""
+    """Run argv in its own process group; stop the group when it runs longer than cap seconds.
+    Returns (exit code, output, peak resident memory in MiB of the command's largest process: the command and
+    the descendants it waited for, e.g. ansible-playbook's workers, from wait4's rusage)."""
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
-    try:
-        out = proc.communicate(timeout=cap)[0]
-    except subprocess.TimeoutExpired:
+    output, waited = [], []
+    reader = threading.Thread(target=lambda: output.append(proc.stdout.read()), daemon=True)
+    waiter = threading.Thread(target=lambda: waited.append(os.wait4(proc.pid, 0)), daemon=True)
+    reader.start()
+    waiter.start()
+    waiter.join(cap)
+    if waiter.is_alive():
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.communicate()
+        waiter.join()
+        reader.join()
+        proc.returncode = os.waitstatus_to_exitcode(waited[0][1])
         raise Capped("%s: stopped after %d s (the per-command cap)" % (" ".join(argv[:6]), cap)) from None
-    return proc.returncode, out
+    reader.join()
+    proc.stdout.close()
+    _pid, status, usage = waited[0]
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return proc.returncode, output[0] if output else "", usage.ru_maxrss / 1024.0
 
 
 def run_steps(steps, workdir, cap=CMD_TIMEOUT):
-    """Run steps one after the other; returns (seconds, seconds of the timed task or None).
+    """Run steps one after the other; returns (seconds, seconds of the timed task or None, peak memory MiB of
+    the largest process of any step).
     Raises Capped when the steps together run longer than cap seconds, Failed when one fails."""
     total = 0.0
     task_seconds = None
+    peak = 0.0
     for step in steps:
         env = dict(os.environ)
         env.update(step.env)
@@ -342,8 +357,9 @@ def run_steps(steps, workdir, cap=CMD_TIMEOUT):
             env.update({"BENCH_TIMER_FILE": timer, "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
                         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins")})
         start = time.monotonic()
-        returncode, out = _run_one(step.argv, env, max(1.0, cap - total))
+        returncode, out, rss = _run_one(step.argv, env, max(1.0, cap - total))
         total += time.monotonic() - start
+        peak = max(peak, rss)
         if returncode != 0:
             raise Failed("%s -> rc=%d\n%s" % (" ".join(step.argv[:6]), returncode, out[-3000:]))
         if timer and os.path.exists(timer):
@@ -353,7 +369,7 @@ def run_steps(steps, workdir, cap=CMD_TIMEOUT):
             if found:
                 task_seconds = (task_seconds or 0.0) + max(found)
             os.unlink(timer)
-    return total, task_seconds
+    return total, task_seconds, peak
 
 
 def sha256(path):
@@ -541,7 +557,7 @@ class Bench:
             return "failed"
         cap = self.cap_of(size)
         try:
-            seconds, task_seconds = run_steps(steps, self.work, cap)
+            seconds, task_seconds, peak = run_steps(steps, self.work, cap)
         except Capped as err:
             log("%s %s %d %s run %d CAPPED: %s" % (section, tool, size, scenario, run, err))
             self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False, capped=cap,
@@ -552,10 +568,12 @@ class Bench:
             self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False,
                         error=str(err)[-600:])
             return "failed"
-        log("%s %-14s %5d %-13s run %d: %6.2f s%s" % (section, tool, size, scenario, run, seconds,
-                                                      "" if task_seconds is None else " (task %.2f s)" % task_seconds))
+        log("%s %-14s %5d %-13s run %d: %6.2f s%s, peak %.0f MiB" % (
+            section, tool, size, scenario, run, seconds,
+            "" if task_seconds is None else " (task %.2f s)" % task_seconds, peak))
         self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=True,
-                    seconds=round(seconds, 3), task_seconds=None if task_seconds is None else round(task_seconds, 3))
+                    seconds=round(seconds, 3), task_seconds=None if task_seconds is None else round(task_seconds, 3),
+                    peak_mib=round(peak, 1))
         return "ok"
 
     def skip_reason(self, tool, size, scenario):

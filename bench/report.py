@@ -252,6 +252,99 @@ def remote_section(meta, med, cap=None):
     return lines
 
 
+def peaks_of(results):
+    """{(tool, size, scenario): largest peak resident memory (MiB) of any run}, local section, runs that
+    recorded it (bench.py records the largest process of each command since issue 13's last runs)."""
+    out = {}
+    for r in results:
+        if r.get("section") == "local" and r.get("ok") and r.get("peak_mib"):
+            key = (r["tool"], r["size"], r["scenario"])
+            out[key] = max(out.get(key, 0.0), r["peak_mib"])
+    return out
+
+
+def memory_section(peaks, tools):
+    """Peak memory per tool and size, first install and nothing changed."""
+    sizes = sorted({k[1] for k in peaks})
+    if not sizes:
+        return []
+    head = ["tool"] + ["%s objects: first install / nothing changed" % "{:,}".format(size) for size in sizes]
+    lines = ["## Peak memory", "",
+             "Resident memory of the largest process of each command (the command and the processes it waited "
+             "for: ansible-playbook's workers, which run manent's render and apply in the controller; wait4's "
+             "rusage), the largest of the runs, MiB. Runs recorded before bench.py measured it show as blank.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for tool in tools:
+        if tool == "manent-apply":
+            continue
+        cells = [TOOL_TITLES.get(tool, tool)]
+        for size in sizes:
+            got = [peaks.get((tool, size, s)) for s in ("install", "noop")]
+            cells.append(" / ".join("%.0f" % x if x else "–" for x in got) if any(got) else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def targets_section(meta, med, peaks=None):
+    """Issue 13's targets, each checked against this run's medians: met, not met, or not measured."""
+    rows = []
+
+    def cell(section, tool, size, scenario):
+        got = med.get((section, tool, size, scenario))
+        return got[0] if got and got[0] != INF else None
+
+    def check(what, value, limit, unit="×", shown=None):
+        if value is None:
+            rows.append("| %s | not measured | %s |  |" % (what, limit_text(limit, unit)))
+            return
+        verdict = "met" if value <= limit else "**not met**"
+        rows.append("| %s | %s | %s | %s |" % (what, shown or ("%.2f%s" % (value, unit)), limit_text(limit, unit), verdict))
+
+    def limit_text(limit, unit):
+        return "≤ %g%s" % (limit, unit)
+
+    def div(a, b):
+        return a / b if a is not None and b else None
+
+    role, k8s = ("local", "manent-role", 300), ("local", "k8s", 300)
+    check("role, 300 objects, first install / kubernetes.core's", div(cell(*role, "install"), cell(*k8s, "install")),
+          0.5)
+    check("role, 300 objects, nothing changed / kubernetes.core's", div(cell(*role, "noop"), cell(*k8s, "noop")),
+          0.25)
+    for size, limit in ((300, 0.2), (3000, 0.1)):
+        check("apply task alone, %s objects, nothing changed / first install" % "{:,}".format(size),
+              div(cell("local", "manent-apply", size, "noop"), cell("local", "manent-apply", size, "install")),
+              limit)
+    whole, modules = cell(*role, "noop"), cell("local", "manent-modules", 300, "noop")
+    check("role overhead, 300 objects, nothing changed: role − modules playbook (one cluster)",
+          whole - modules if whole is not None and modules is not None else None, 2.0, " s",
+          "%.2f s" % (whole - modules) if whole is not None and modules is not None else None)
+    for tool in ("manent-role", "manent-modules"):
+        for scenario in ("install", "noop"):
+            check("%s, %s: time(3,000) / time(300)" % (tool, SCENARIO_TITLES[scenario]),
+                  div(cell("local", tool, 3000, scenario), cell("local", tool, 300, scenario)), 10)
+    size = meta.get("remote_size")
+    if size:
+        for scenario in ("install", "noop"):
+            check("remote, 3 clusters / 1, role, %s" % SCENARIO_TITLES[scenario],
+                  div(cell("remote", "manent-role x3", size, scenario), cell("remote", "manent-role x1", size, scenario)),
+                  1.3)
+        for scenario in ("install", "noop"):
+            check("remote, modules / kubectl, one cluster, %s" % SCENARIO_TITLES[scenario],
+                  div(cell("remote", "manent-modules x1", size, scenario), cell("remote", "kubectl x1", size, scenario)),
+                  0.2)
+    peak = max([v for k, v in (peaks or {}).items() if k[0] == "manent-role" and k[1] == 3000] or [0.0]) or None
+    check("role, 3,000 objects: peak memory of the controller's largest process", peak, 300, " MiB",
+          "%.0f MiB" % peak if peak else None)
+    if not rows:
+        return []
+    return ["## Issue 13's targets", "",
+            "Each computed from the medians above (the role overhead approximated as the role's time minus the "
+            "modules playbook's: the role's own tasks, its checkpoint read included), peak memory from the table "
+            "above.", "",
+            "| target | this run | limit | |", "|---|---|---|---|"] + rows + [""]
+
+
 def notes(meta, med, deviations, sizes, tools):
     """Every way this run differs from "every cell, median of --runs runs", written from the results."""
     runs = meta["runs"]
@@ -299,7 +392,10 @@ def notes(meta, med, deviations, sizes, tools):
         section, tool, size, scenario = key
         reasons = [d for d in deviations[key] if not d.endswith("not run (deadline)")]
         if len(reasons) < len(deviations[key]):
-            late[(section, size)].add("%s %s" % (tool, SCENARIO_TITLES.get(scenario, scenario)))
+            got = med.get(key)
+            late[(section, size)].add("%s %s (%s)" % (
+                tool, SCENARIO_TITLES.get(scenario, scenario),
+                "median of the %d run(s) measured in all" % got[1] if got and got[1] else "no run measured"))
         if not reasons:
             continue
         got = med.get(key)
@@ -336,9 +432,13 @@ def write(meta, results, md_path, png_path):
     v = meta["versions"]
     m = meta["machine"]
     lines = ["# Benchmarks", "",
-             "Generated by `make bench` (bench/bench.py, bench/report.py) from one run, %s to %s: do not edit, rerun. "
-             "Every figure is the median of %d runs (`n=2`: of the runs that finished), measured side by side in the same run on the same cluster." % (
-                 meta["started"], meta.get("finished", "(unfinished)"), meta["runs"]), "",
+             "Generated by `make bench` (bench/bench.py, bench/report.py) from %s, %s to %s: do not edit, rerun. "
+             "Every figure is the median of %s runs (`n=2`: of the runs that finished), measured side by side in the "
+             "same run on the same cluster." % (
+                 "one run" if len(meta.get("invocations") or []) < 2 else
+                 "%d invocations, one after the other (see the Notes)" % len(meta["invocations"]),
+                 meta["started"], meta.get("finished", "(unfinished)"),
+                 "%d" % meta["runs"] if len(meta.get("invocations") or []) < 2 else "at least %d" % meta["runs"]), "",
              "Reproduce: `%s` (needs Go and Python 3.11 like `make test`; builds kubectl and Helm 4 once into the "
              "cache, creates the bench virtualenv from bench/requirements.txt, uses the running local clusters or "
              "starts them)." % " && ".join(inv["command"] for inv in meta.get("invocations") or [meta]), "",
@@ -400,6 +500,9 @@ def write(meta, results, md_path, png_path):
             lines += ["time(3,000) / time(300): " + "; ".join(scaling) + ".", ""]
     lines += floor_section(med, tools)
     lines += remote_section(meta, med, cap)
+    peaks = peaks_of(results)
+    lines += memory_section(peaks, tools)
+    lines += targets_section(meta, med, peaks)
     lines += ["## Where a peer wins, and why", ""]
     wins = peer_wins(med, sizes)
     if not wins:

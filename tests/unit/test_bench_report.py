@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""bench/ (make bench, issue 13): a command's peak memory and run time as bench.py records them, and the
+targets table report.py computes from the medians."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import bench  # noqa: E402  pylint: disable=wrong-import-position,import-error
+import report  # noqa: E402  pylint: disable=wrong-import-position,import-error
+
+
+def test_peak_memory_is_that_of_the_largest_process_the_command_waited_for():
+    # the command itself stays small; a child it waits for holds 150 MiB
+    code = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'x = bytearray(150 << 20); print(len(x))'])"
+    returncode, out, peak = bench._run_one([sys.executable, "-c", code], None, 60)
+    assert (returncode, out.strip()) == (0, str(150 << 20))
+    assert peak >= 150
+    returncode, _out, small = bench._run_one([sys.executable, "-c", "raise SystemExit(3)"], None, 60)
+    assert returncode == 3 and small < 100
+
+
+def test_a_command_over_its_cap_is_stopped_with_its_process_group():
+    start = time.monotonic()
+    with pytest.raises(bench.Capped):
+        bench._run_one(["sh", "-c", "sleep 30 & sleep 30; wait"], None, 1)
+    assert time.monotonic() - start < 20
+
+
+def _result(tool, size, scenario, seconds, run=1, section="local", **kw):
+    return dict(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=True, seconds=seconds, **kw)
+
+
+def _rows(lines):
+    return {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines if line.startswith("| ")}
+
+
+def test_targets_are_computed_from_the_medians_and_marked_met_or_not():
+    results = [
+        _result("manent-role", 300, "install", 5.0), _result("k8s", 300, "install", 11.0),
+        _result("manent-role", 300, "noop", 3.0), _result("k8s", 300, "noop", 10.0),
+        _result("manent-modules", 300, "noop", 1.5, task_seconds=0.3),
+        _result("manent-modules", 300, "install", 4.0, task_seconds=2.0),
+        _result("manent-role", 3000, "install", 40.0, peak_mib=120.0),
+        _result("manent-role", 3000, "noop", 6.0, peak_mib=310.5),
+    ]
+    med, _failures = report.medians(results)
+    peaks = report.peaks_of(results)
+    rows = _rows(report.targets_section({"remote_size": None}, med, peaks))
+    assert rows["role, 300 objects, first install / kubernetes.core's"][:3] == ["0.45×", "≤ 0.5×", "met |"]
+    assert rows["role, 300 objects, nothing changed / kubernetes.core's"][:3] == ["0.30×", "≤ 0.25×", "**not met** |"]
+    assert rows["apply task alone, 300 objects, nothing changed / first install"][:2] == ["0.15×", "≤ 0.2×"]
+    assert rows["apply task alone, 3,000 objects, nothing changed / first install"][0] == "not measured"
+    assert rows["role overhead, 300 objects, nothing changed: role − modules playbook (one cluster)"][:3] == \
+        ["1.50 s", "≤ 2 s", "met |"]
+    assert rows["manent-role, first install: time(3,000) / time(300)"][:3] == ["8.00×", "≤ 10×", "met |"]
+    assert rows["role, 3,000 objects: peak memory of the controller's largest process"][:3] == \
+        ["310 MiB", "≤ 300 MiB", "**not met** |"]
+    assert not any(name.startswith("remote") for name in rows)
+
+
+def test_a_capped_peer_gives_no_ratio():
+    results = [_result("manent-role", 300, "install", 5.0),
+               dict(section="local", tool="k8s", size=300, scenario="install", run=1, ok=False, capped=120)]
+    med, _failures = report.medians(results)
+    rows = _rows(report.targets_section({}, med, {}))
+    assert rows["role, 300 objects, first install / kubernetes.core's"][0] == "not measured"
+
+
+def test_memory_table_shows_the_largest_run_per_size_and_scenario():
+    results = [_result("kubectl", 300, "install", 3.0, run=r, peak_mib=m) for r, m in ((1, 40.0), (2, 55.4))]
+    results.append(_result("kubectl", 3000, "noop", 30.0, peak_mib=134.0))
+    results.append(_result("kubectl", 300, "noop", 2.0))  # recorded before peaks were measured
+    lines = report.memory_section(report.peaks_of(results), ["kubectl"])
+    assert lines[-2] == "| %s | 55 / – | – / 134 |" % bench.TOOL_TITLES["kubectl"]
