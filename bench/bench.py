@@ -46,7 +46,7 @@ import signal
 import ssl
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -313,32 +313,47 @@ class Capped(Exception):
     """A command ran longer than the per-command cap and was stopped (with its whole process group)."""
 
 
+GNU_TIME = "/usr/bin/time"  # Debian package "time" (.ci/run installs it)
+
+
 def _run_one(argv, env, cap):
     """Run argv in its own process group; stop the group when it runs longer than cap seconds.
-    Returns (exit code, output, peak resident memory in MiB of the command's largest process: the command and
-    the descendants it waited for, e.g. ansible-playbook's workers, from wait4's rusage)."""
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    output, waited = [], []
-    reader = threading.Thread(target=lambda: output.append(proc.stdout.read()), daemon=True)
-    waiter = threading.Thread(target=lambda: waited.append(os.wait4(proc.pid, 0)), daemon=True)
-    reader.start()
-    waiter.start()
-    waiter.join(cap)
-    if waiter.is_alive():
+    Returns (exit code, output, peak resident memory in MiB of the command's largest process, or None).
+
+    The peak comes from GNU time (``-f %M``: the wait4 resource usage of the command, which covers the processes it
+    waited for, e.g. ansible-playbook's workers). GNU time is a small process; the command must not be a direct
+    child of this one: a process started from a large process carries that process's high-water mark through
+    exec, so its own figure would never be below the bench's. Without GNU time: None."""
+    report = None
+    if os.access(GNU_TIME, os.X_OK):
+        handle, report = tempfile.mkstemp(prefix="bench-peak-")
+        os.close(handle)
+        argv = [GNU_TIME, "-q", "-f", "%M", "-o", report] + list(argv)
+    try:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        waiter.join()
-        reader.join()
-        proc.returncode = os.waitstatus_to_exitcode(waited[0][1])
-        raise Capped("%s: stopped after %d s (the per-command cap)" % (" ".join(argv[:6]), cap)) from None
-    reader.join()
-    proc.stdout.close()
-    _pid, status, usage = waited[0]
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
-    return proc.returncode, output[0] if output else "", usage.ru_maxrss / 1024.0
+            out = proc.communicate(timeout=cap)[0]
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+            raise Capped("%s: stopped after %d s (the per-command cap)" % (" ".join(argv[:6]), cap)) from None
+        return proc.returncode, out, _peak_mib(report)
+    finally:
+        if report:
+            os.unlink(report)
+
+
+def _peak_mib(report):
+    """MiB from GNU time's report (its last line: the peak in KiB); None when there is none."""
+    if not report:
+        return None
+    with open(report, encoding="utf-8") as handle:
+        lines = [line.strip() for line in handle if line.strip()]
+    return int(lines[-1]) / 1024.0 if lines and lines[-1].isdigit() else None
 
 
 def run_steps(steps, workdir, cap=CMD_TIMEOUT):
@@ -359,7 +374,7 @@ def run_steps(steps, workdir, cap=CMD_TIMEOUT):
         start = time.monotonic()
         returncode, out, rss = _run_one(step.argv, env, max(1.0, cap - total))
         total += time.monotonic() - start
-        peak = max(peak, rss)
+        peak = max(peak, rss or 0.0)
         if returncode != 0:
             raise Failed("%s -> rc=%d\n%s" % (" ".join(step.argv[:6]), returncode, out[-3000:]))
         if timer and os.path.exists(timer):
@@ -568,12 +583,12 @@ class Bench:
             self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False,
                         error=str(err)[-600:])
             return "failed"
-        log("%s %-14s %5d %-13s run %d: %6.2f s%s, peak %.0f MiB" % (
+        log("%s %-14s %5d %-13s run %d: %6.2f s%s%s" % (
             section, tool, size, scenario, run, seconds,
-            "" if task_seconds is None else " (task %.2f s)" % task_seconds, peak))
+            "" if task_seconds is None else " (task %.2f s)" % task_seconds, ", peak %.0f MiB" % peak if peak else ""))
         self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=True,
                     seconds=round(seconds, 3), task_seconds=None if task_seconds is None else round(task_seconds, 3),
-                    peak_mib=round(peak, 1))
+                    peak_rss_mib=round(peak, 1) if peak else None)
         return "ok"
 
     def skip_reason(self, tool, size, scenario):

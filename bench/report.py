@@ -254,12 +254,13 @@ def remote_section(meta, med, cap=None):
 
 def peaks_of(results):
     """{(tool, size, scenario): largest peak resident memory (MiB) of any run}, local section, runs that
-    recorded it (bench.py records the largest process of each command since issue 13's last runs)."""
+    recorded it. ``peak_rss_mib`` only: the ``peak_mib`` of earlier runs was read from a direct child of the bench
+    process, which carries the bench's own high-water mark through exec, so it is not the command's."""
     out = {}
     for r in results:
-        if r.get("section") == "local" and r.get("ok") and r.get("peak_mib"):
+        if r.get("section") == "local" and r.get("ok") and r.get("peak_rss_mib"):
             key = (r["tool"], r["size"], r["scenario"])
-            out[key] = max(out.get(key, 0.0), r["peak_mib"])
+            out[key] = max(out.get(key, 0.0), r["peak_rss_mib"])
     return out
 
 
@@ -271,8 +272,8 @@ def memory_section(peaks, tools):
     head = ["tool"] + ["%s objects: first install / nothing changed" % "{:,}".format(size) for size in sizes]
     lines = ["## Peak memory", "",
              "Resident memory of the largest process of each command (the command and the processes it waited "
-             "for: ansible-playbook's workers, which run manent's render and apply in the controller; wait4's "
-             "rusage), the largest of the runs, MiB. Runs recorded before bench.py measured it show as blank.", "",
+             "for: ansible-playbook's workers, which run manent's render and apply in the controller; GNU time's "
+             "%M), the largest of the runs, MiB. Runs recorded before bench.py measured it show as blank.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for tool in tools:
         if tool == "manent-apply":
@@ -340,8 +341,8 @@ def targets_section(meta, med, peaks=None):
         return []
     return ["## Issue 13's targets", "",
             "Each computed from the medians above (the role overhead approximated as the role's time minus the "
-            "modules playbook's: the role's own tasks, its checkpoint read included), peak memory from the table "
-            "above.", "",
+            "modules playbook's: the role's own tasks, its checkpoint read included), peak memory from the \"Peak "
+            "memory\" table when the run measured it.", "",
             "| target | this run | limit | |", "|---|---|---|---|"] + rows + [""]
 
 
