@@ -6,11 +6,13 @@
     python bench/bench.py run    [--sizes 30,300,3000] [--runs 3] [--tools ...] [--no-remote] [--out .build/bench]
                                  [--inventory DIR/inventory.yml] [--cap 30=60,300=150,3000=300]
                                  [--size-scenarios 3000=install,noop] [--budget-minutes 60] [--proxy-base-port P]
-    python bench/bench.py report [--out .build/bench]     # BENCHMARKS.md and docs/bench.png from results.json
+    python bench/bench.py report [--out .build/bench] [--results bench/results.json]
+                                 # BENCHMARKS.md and docs/bench.png from the raw results
 
 Run it with the bench virtualenv (bench/requirements.txt; `make bench` builds it). Every tool deploys the
 same objects (bench/gen.py; for Helm the chart bench/chart/manent-bench, packaged with the pinned helm at
-bench time) into its own fresh namespace of one local cluster, in this order of scenarios:
+bench time; manent-chart is the role deploying that same packaged chart, rendered by the pinned helm 3) into its
+own fresh namespace of one local cluster, in this order of scenarios:
 
     install   first install                         (waits off where the tool allows it)
     noop      the same release again: nothing changed
@@ -66,11 +68,13 @@ SCENARIOS = ("install", "noop", "image", "prune", "rollback", "check", "install+
 SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image": "one image changed",
                    "prune": "10 % removed (prune)", "rollback": "rollback", "check": "check mode (dry run)",
                    "install+wait": "first install + rollout wait"}
-TOOLS = ("manent-role", "manent-modules", "kubectl", "helm3", "helm4", "k8s")
-ANSIBLE_TOOLS = ("manent-role", "manent-modules", "k8s")  # run through ansible-playbook: they pay Ansible's floor
+TOOLS = ("manent-role", "manent-modules", "manent-chart", "kubectl", "helm3", "helm4", "k8s")
+# run through ansible-playbook: they pay Ansible's floor
+ANSIBLE_TOOLS = ("manent-role", "manent-modules", "manent-chart", "k8s")
 TOOL_TITLES = {"manent-role": "manent, role (ansible-playbook playbooks/deploy.yml)",
                "manent-modules": "manent, modules (render + apply playbook)",
                "manent-apply": "manent apply task alone (from the modules playbook)",
+               "manent-chart": "manent, role, Helm's packaged chart (rendered by helm template)",
                "kubectl": "kubectl apply --server-side (ApplySet prune)",
                "helm3": "helm 3 upgrade --install",
                "helm4": "helm 4 upgrade --install",
@@ -416,6 +420,15 @@ class Release:
                        "v2": ["count=%d" % size, "imageOfFirst=%s" % IMAGE_CHANGED],
                        "v3": ["count=%d" % size, "keep=%d" % self.keep, "imageOfFirst=%s" % IMAGE_CHANGED],
                        "v4": ["count=%d" % size, "imageOfFirst=%s" % IMAGE_CHECK]}
+        self.chart_sha256 = sha256(chart) if chart else ""
+
+    def chart_values(self, state):
+        """The chart's values of a state as a mapping (manent's helm_value), the same as Helm's --set list."""
+        out = {}
+        for item in self.values[state]:
+            key, value = item.split("=", 1)
+            out[key] = int(value) if value.isdigit() else value
+        return out
 
 
 # State each scenario deploys, the version manent records, and whether it is a dry run.
@@ -440,6 +453,8 @@ class Bench:
         for tool, path in (("kubectl", self.kubectl), ("helm3", self.helm["helm3"]), ("helm4", self.helm["helm4"])):
             if not os.path.exists(path):
                 self.missing[tool] = "not built (%s missing; hack/build-tools.sh bench)" % path
+        if "helm3" in self.missing:  # the pinned helm 3 packages the chart and renders it for manent-chart
+            self.missing["manent-chart"] = self.missing["helm3"]
         self.scenarios = [x for x in args.scenarios.split(",") if x]
         self.results = []
         self.capped = {}
@@ -531,12 +546,19 @@ class Bench:
                                       limit=ctx["limit"], timer_task="Roll back")]
             return [self.playbook(os.path.join(HERE, "playbooks", "manent-modules.yml"), ctx["inventory"], extra,
                                   limit=ctx["limit"], check=check, timer_task="Apply")]
-        if tool == "manent-role":
-            extra = {"deploy_artifact": {"type": "kubernetes", "name": "bench", "version": version,
-                                         "source": rel.files[state], "sha256": sha256(rel.files[state])},
+        if tool in ("manent-role", "manent-chart"):
+            if tool == "manent-role":
+                artifact = {"type": "kubernetes", "source": rel.files[state], "sha256": sha256(rel.files[state])}
+            else:  # the package Helm deploys (manent finds a chart in it), rendered by the pinned helm 3 (helm
+                # template) with the same values
+                artifact = {"type": "kubernetes", "source": rel.chart, "sha256": rel.chart_sha256}
+            extra = {"deploy_artifact": dict(artifact, name="bench", version=version),
                      "deploy_application": "bench", "deploy_environment": "bench", "deploy_namespace": ns,
                      "deploy_prune": True, "deploy_wait": wait, "deploy_wait_timeout": "5m", "deploy_parallel": ctx.get("parallel", 1),
                      "deploy_cache_dir": os.path.join(self.work, "artifacts"), "deploy_work_dir": work}
+            if tool == "manent-chart":
+                extra.update(deploy_helm_command=self.helm["helm3"], deploy_helm_release=RELEASE,
+                             deploy_helm_value=rel.chart_values(state))
             if scenario == "rollback":
                 return [self.playbook(os.path.join(ROOT, "playbooks", "rollback.yml"), ctx["inventory"], extra,
                                       limit=ctx["limit"], timer_task="Rollback | Re-apply")]
@@ -838,7 +860,9 @@ def cmd_run(args):
             subprocess.run([args.clusters_python, os.path.join(ROOT, "hack", "clusters.py"), "down"], cwd=ROOT,
                            check=False)
     import report  # pylint: disable=import-outside-toplevel
-    report.main(["--out", args.out, "--md", args.md, "--png", args.png])
+    keep = args.keep if args.keep is not None else (
+        report.KEPT if os.path.abspath(args.md) == os.path.join(ROOT, "BENCHMARKS.md") else "")
+    report.main(["--out", args.out, "--md", args.md, "--png", args.png] + (["--keep", keep] if keep else []))
 
 
 def main(argv=None):
@@ -863,6 +887,9 @@ def main(argv=None):
                      help="SIZE=s1,s2: only these scenarios at that size (to fit a run in its time; noted in the report)")
     run.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
     run.add_argument("--png", default=os.path.join(ROOT, "docs", "bench.png"))
+    run.add_argument("--keep", default=None,
+                     help="where to keep the raw results of the report, to commit with it (default: bench/results.json "
+                          "when the report is BENCHMARKS.md, else nowhere)")
     run.add_argument("--settle-timeout", type=int, default=SETTLE_TIMEOUT,
                      help="seconds to wait, untimed, for the cluster to settle before each command (default %d; "
                           "3,000 objects need more here: 900 pods)" % SETTLE_TIMEOUT)
@@ -876,12 +903,13 @@ def main(argv=None):
     run.add_argument("--command-line", default="", help="the command to reproduce, as written in BENCHMARKS.md")
     rep = sub.add_parser("report")
     rep.add_argument("--out", default=os.path.join(ROOT, ".build", "bench"))
+    rep.add_argument("--results", default="", help="raw results to report, e.g. bench/results.json")
     args = parser.parse_args(argv)
     if args.cmd == "run":
         cmd_run(args)
     else:
         import report  # pylint: disable=import-outside-toplevel
-        report.main(["--out", args.out])
+        report.main(["--out", args.out] + (["--results", args.results] if args.results else []))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@
 """Write BENCHMARKS.md and the plot (docs/bench.png) from the results.json of bench/bench.py run.
 
     python bench/report.py [--out .build/bench] [--md BENCHMARKS.md] [--png docs/bench.png]
+                           [--results FILE] [--keep bench/results.json]
+
+bench/results.json holds the raw results of the committed BENCHMARKS.md (bench.py run keeps them there when it
+writes BENCHMARKS.md): `python bench/report.py --results bench/results.json` makes the same report again.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ sys.path.insert(0, HERE)
 from bench import ANSIBLE_TOOLS, SCENARIOS, SCENARIO_TITLES, TOOL_TITLES  # noqa: E402  pylint: disable=wrong-import-position
 
 REFERENCE = "manent-role"
-ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "kubectl", "helm3", "helm4", "k8s")
+ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "manent-chart", "kubectl", "helm3", "helm4", "k8s")
 
 # Why a peer can be faster than manent in a scenario: what each tool does (or skips) there.
 WHY = {
@@ -36,10 +40,21 @@ WHY = {
 }
 
 
-def load(out):
-    with open(os.path.join(out, "results.json"), encoding="utf-8") as handle:
+KEPT = os.path.join(HERE, "results.json")  # the raw results of the committed BENCHMARKS.md
+
+
+def load(path):
+    with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     return data["meta"], data["results"]
+
+
+def keep(meta, results, path):
+    """Write the raw results a report was made from, so that it can be made again from them alone."""
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump({"meta": meta, "results": results}, handle, indent=0, sort_keys=True)
+        handle.write("\n")
+    os.replace(path + ".tmp", path)
 
 
 INF = float("inf")
@@ -252,6 +267,37 @@ def remote_section(meta, med, cap=None):
     return lines
 
 
+def chart_section(med, sizes):
+    """manent's role deploying the packaged chart against helm upgrade --install of the same chart."""
+    lines = []
+    for size in sizes:
+        for scenario in SCENARIOS:
+            got = {t: med.get(("local", t, size, scenario)) for t in ("manent-chart", "helm3", "helm4", "manent-role")}
+            if not got["manent-chart"]:
+                continue
+            mine = got["manent-chart"]
+            cells = ["{:,}".format(size), SCENARIO_TITLES[scenario], fmt(mine[0], mine[3])]
+            for tool in ("helm3", "helm4"):
+                cells.append(fmt(got[tool][0], got[tool][3]) if got[tool] else "")
+            for tool in ("helm3", "helm4"):
+                value = ratio(mine[0], got[tool][0]) if got[tool] else None
+                cells.append("%.2f×" % value if value is not None else "")
+            role = got["manent-role"]
+            extra = mine[0] - role[0] if role and ratio(mine[0], role[0]) is not None else None
+            cells.append("%+.2f s" % extra if extra is not None else "")
+            lines.append("| " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    return ["## The same packaged chart: manent against Helm", "",
+            "manent's role deploying bench/chart/manent-bench, the package `helm upgrade --install` deploys, with "
+            "the same values (the package as `deploy_artifact.source`, `deploy_helm_value`; the pinned Helm 3 renders it with "
+            "`helm template` against the cluster's discovery, manent applies, prunes and records history). Ratio: "
+            "manent's median over Helm's (below 1: manent is faster). *rendering the chart* = this row minus the "
+            "role deploying the same objects as plain manifests (manent-role).", "",
+            "| objects | scenario | manent, chart | helm 3 | helm 4 | manent / helm 3 | manent / helm 4 "
+            "| rendering the chart |", "|---|---|---|---|---|---|---|---|"] + lines + [""]
+
+
 def peaks_of(results):
     """{(tool, size, scenario): largest peak resident memory (MiB) of any run}, local section, runs that
     recorded it. ``peak_rss_mib`` only: the ``peak_mib`` of earlier runs was read from a direct child of the bench
@@ -460,7 +506,8 @@ def write(meta, results, md_path, png_path):
     lines += ["## What is measured", "",
               "Objects from bench/gen.py (kinds in every 10: 3 ConfigMaps, 1 Secret, 1 ServiceAccount, 2 Services, "
               "3 Deployments of 1 pod); Helm deploys the same objects from the chart bench/chart/manent-bench, "
-              "packaged with the pinned Helm 3 at bench time. The tools take turns (the order rotates with each run); "
+              "packaged with the pinned Helm 3 at bench time; manent-chart is manent's role deploying that same package. "
+              "The tools take turns (the order rotates with each run); "
               "each gets a fresh namespace and runs, in order:",
               "",
               "1. **first install**, waits off where the tool allows it (the role: `deploy_wait: false`);",
@@ -500,6 +547,7 @@ def write(meta, results, md_path, png_path):
         if scaling:
             lines += ["time(3,000) / time(300): " + "; ".join(scaling) + ".", ""]
     lines += floor_section(med, tools)
+    lines += chart_section(med, sizes)
     lines += remote_section(meta, med, cap)
     peaks = peaks_of(results)
     lines += memory_section(peaks, tools)
@@ -545,10 +593,18 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(ROOT, ".build", "bench"))
     parser.add_argument("--md", default=os.path.join(ROOT, "BENCHMARKS.md"))
     parser.add_argument("--png", default=os.path.join(ROOT, "docs", "bench.png"))
+    parser.add_argument("--results", default="",
+                        help="the raw results to report (default: OUT/results.json); e.g. bench/results.json, those "
+                             "of the committed BENCHMARKS.md")
+    parser.add_argument("--keep", default="",
+                        help="also write the raw results to this file (make bench: bench/results.json, committed "
+                             "with BENCHMARKS.md)")
     args = parser.parse_args(argv)
-    meta, results = load(args.out)
+    meta, results = load(args.results or os.path.join(args.out, "results.json"))
     write(meta, results, args.md, args.png)
-    print("wrote %s and %s" % (args.md, args.png), file=sys.stderr)
+    if args.keep:
+        keep(meta, results, args.keep)
+    print("wrote %s and %s%s" % (args.md, args.png, " and " + args.keep if args.keep else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

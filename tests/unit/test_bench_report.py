@@ -6,6 +6,8 @@ targets table report.py computes from the medians."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
 import time
@@ -87,3 +89,63 @@ def test_memory_table_shows_the_largest_run_per_size_and_scenario():
     results.append(_result("kubectl", 300, "noop", 2.0))  # recorded before peaks were measured
     lines = report.memory_section(report.peaks_of(results), ["kubectl"])
     assert lines[-2] == "| %s | 55 / – | – / 134 |" % bench.TOOL_TITLES["kubectl"]
+
+
+def test_chart_table_sets_manent_deploying_the_chart_against_helm_and_the_plain_role():
+    results = [_result("manent-chart", 300, "install", 6.0, run=r) for r, _ in enumerate("abc", 1)]
+    results += [_result("helm3", 300, "install", 4.0), _result("helm4", 300, "install", 8.0),
+                _result("manent-role", 300, "install", 5.5),
+                _result("manent-chart", 300, "noop", 3.0), _result("helm3", 300, "noop", 9.0),
+                _result("helm3", 3000, "noop", 80.0)]  # no manent-chart at 3,000: no row
+    med, _failures = report.medians(results)
+    lines = report.chart_section(med, [300, 3000])
+    rows = [line for line in lines if line.startswith("| 300") or line.startswith("| 3,000")]
+    assert rows == ["| 300 | first install | 6.00 s | 4.00 s | 8.00 s | 1.50× | 0.75× | +0.50 s |",
+                    "| 300 | nothing changed | 3.00 s | 9.00 s |  | 0.33× |  |  |"]
+    assert report.chart_section(report.medians([_result("helm3", 300, "install", 4.0)])[0], [300]) == []
+
+
+def test_manent_chart_deploys_the_helm_package_with_the_values_helm_gets(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "cache_dir", lambda: str(tmp_path / "cache"))
+    chart = tmp_path / "manent-bench-0.1.0.tgz"
+    chart.write_bytes(b"not really a chart: only its sha256 matters here")
+    args = argparse.Namespace(
+        out=str(tmp_path / "out"), scenarios=",".join(bench.SCENARIOS), cap="300=60", size_scenarios=[],
+        budget_minutes=0)
+    runner = bench.Bench(args)
+    assert "manent-chart" in runner.missing  # no helm 3 in this cache: it could neither package nor render
+    rel = bench.Release(str(tmp_path / "work"), 30, str(chart))
+    ctx = {"release": rel, "namespace": "bench-x", "inventory": "inv.yml", "limit": "eu1a", "kubeconfig": "k"}
+    for scenario, values in (("install", {"count": 30}),
+                             ("prune", {"count": 30, "keep": 27, "imageOfFirst": bench.IMAGE_CHANGED})):
+        step, = runner.steps("manent-chart", scenario, ctx)
+        with open(step.argv[step.argv.index("-e") + 1][1:], encoding="utf-8") as handle:
+            extra = json.load(handle)
+        assert step.argv[3].endswith("playbooks/deploy.yml") and step.timer_task == "Deploy | Apply"
+        assert extra["deploy_artifact"] == {"type": "kubernetes", "source": str(chart), "name": "bench",
+                                            "version": bench.PLAN[scenario][1], "sha256": bench.sha256(str(chart))}
+        assert extra["deploy_helm_value"] == values
+        assert extra["deploy_helm_command"] == runner.helm["helm3"] and extra["deploy_helm_release"] == bench.RELEASE
+        # the same values as helm upgrade --set, item for item
+        helm, = runner.steps("helm3", scenario, ctx)
+        sets = [helm.argv[i + 1] for i, arg in enumerate(helm.argv) if arg == "--set"]
+        assert sets == ["%s=%s" % kv for kv in values.items()]
+    step, = runner.steps("manent-chart", "rollback", ctx)
+    assert step.argv[3].endswith("playbooks/rollback.yml")
+
+
+def test_the_kept_raw_results_make_the_same_report_again(tmp_path):
+    meta = {"started": "2026-12-01 21:00 UTC", "finished": "2026-12-01 22:00 UTC", "command": "make bench",
+            "machine": {"cpu": "x", "cores": 2, "memory": "1 GiB", "os": "linux"}, "load_before": [1.0, 1.0, 1.0],
+            "load_after": [2.0, 2.0, 2.0], "runs": 1, "sizes": [300], "cluster": "eu1a", "versions": {"kubectl": "v1"}}
+    results = [_result("manent-role", 300, "install", 5.0, peak_rss_mib=70.0), _result("kubectl", 300, "install", 4.0),
+               _result("manent-chart", 300, "install", 5.5), _result("helm3", 300, "install", 4.5)]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}))
+    first, again, kept = tmp_path / "first.md", tmp_path / "again.md", tmp_path / "kept.json"
+    report.main(["--out", str(out), "--md", str(first), "--png", "", "--keep", str(kept)])
+    report.main(["--results", str(kept), "--md", str(again), "--png", ""])
+    text = first.read_text()
+    assert text == again.read_text()
+    assert "| 300 | first install | 5.50 s | 4.50 s |  | 1.22× |  | +0.50 s |" in text
