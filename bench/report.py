@@ -52,7 +52,7 @@ def load(path):
 def keep(meta, results, path):
     """Write the raw results a report was made from, so that it can be made again from them alone."""
     with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump({"meta": meta, "results": results}, handle, indent=0, sort_keys=True)
+        json.dump({"meta": meta, "results": results}, handle, indent=0)
         handle.write("\n")
     os.replace(path + ".tmp", path)
 
@@ -491,8 +491,9 @@ def write(meta, results, md_path, png_path):
              "starts them)." % " && ".join(inv["command"] for inv in meta.get("invocations") or [meta]), "",
              "## Machine", "",
              "- %s, %s cores, %s, %s" % (m["cpu"], m["cores"], m["memory"], m["os"]),
-             "- Load average (1, 5, 15 min) before: %s, after: %s. The machine is shared (other engineers' tests ran "
-             "at the same time): absolute times are noisy, compare ratios within a table." % (
+             "- Load average (1, 5, 15 min) before: %s, after: %s. Absolute times follow the machine's load (the "
+             "same command took up to 2x longer on this kind of machine while other jobs shared it): compare ratios "
+             "within a table." % (
                  ", ".join("%.1f" % x for x in meta["load_before"]),
                  ", ".join("%.1f" % x for x in meta.get("load_after", [])) or "n/a"),
              "- Cluster: local `%s` (hack/clusters.py: real kube-apiserver, etcd, controller-manager, scheduler; "
