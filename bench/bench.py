@@ -82,6 +82,7 @@ TOOL_TITLES = {"manent-role": "manent, role (ansible-playbook playbooks/deploy.y
 IMAGE_CHANGED = "registry.k8s.io/pause:3.9"
 IMAGE_CHECK = "registry.k8s.io/pause:3.8"
 RELEASE = "bench"
+KEPT = os.path.join(HERE, "results.json")  # the raw results of the committed BENCHMARKS.md (report.py --keep)
 CMD_TIMEOUT = 600
 PODS_PER_NODE = 110
 
@@ -788,6 +789,22 @@ def machine():
     return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "os": platform.platform()}
 
 
+def writes_benchmarks_md(args):
+    return os.path.abspath(args.md) == os.path.join(ROOT, "BENCHMARKS.md")
+
+
+def appended_results(args, results_file):
+    """The results --append adds to: those of the previous run in --out, else (a fresh clone, whose .build/ is
+    empty) the kept raw results of the committed BENCHMARKS.md when this run rewrites it; None: start afresh."""
+    if not args.append:
+        return None
+    if os.path.exists(results_file):
+        return results_file
+    if writes_benchmarks_md(args) and os.path.exists(KEPT):
+        return KEPT
+    return None
+
+
 def cmd_run(args):
     bench = Bench(args)
     inventory = os.path.abspath(args.inventory)
@@ -799,8 +816,10 @@ def cmd_run(args):
         tools = [t for t in args.tools.split(",") if t]
         sizes = [int(x) for x in args.sizes.split(",") if x]
         previous = None
-        if args.append and os.path.exists(bench.results_file):
-            with open(bench.results_file, encoding="utf-8") as handle:
+        appended = appended_results(args, bench.results_file)
+        if appended:
+            log("adding to the results in %s" % appended)
+            with open(appended, encoding="utf-8") as handle:
                 previous = json.load(handle)
         bench.meta = {"started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                       "command": args.command_line or reproduce_command(sys.argv[1:]),
@@ -860,8 +879,7 @@ def cmd_run(args):
             subprocess.run([args.clusters_python, os.path.join(ROOT, "hack", "clusters.py"), "down"], cwd=ROOT,
                            check=False)
     import report  # pylint: disable=import-outside-toplevel
-    keep = args.keep if args.keep is not None else (
-        report.KEPT if os.path.abspath(args.md) == os.path.join(ROOT, "BENCHMARKS.md") else "")
+    keep = args.keep if args.keep is not None else (KEPT if writes_benchmarks_md(args) else "")
     report.main(["--out", args.out, "--md", args.md, "--png", args.png] + (["--keep", keep] if keep else []))
 
 
@@ -877,7 +895,9 @@ def main(argv=None):
     run.add_argument("--out", default=os.path.join(ROOT, ".build", "bench"))
     run.add_argument("--no-remote", action="store_true")
     run.add_argument("--scenarios", default=",".join(SCENARIOS), help="local scenarios to run (default: all)")
-    run.add_argument("--append", action="store_true", help="add to the results of the previous run in --out")
+    run.add_argument("--append", action="store_true",
+                     help="add to the results of the previous run in --out (none there: to bench/results.json, the "
+                          "raw results of the committed BENCHMARKS.md, when this run rewrites it)")
     run.add_argument("--note", action="append", default=[], help="a line for the Notes of BENCHMARKS.md")
     run.add_argument("--remote-size", type=int, default=300)
     run.add_argument("--cap", default="30=60,300=180,3000=%d" % CMD_TIMEOUT,

@@ -40,9 +40,6 @@ WHY = {
 }
 
 
-KEPT = os.path.join(HERE, "results.json")  # the raw results of the committed BENCHMARKS.md
-
-
 def load(path):
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)

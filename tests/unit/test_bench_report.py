@@ -149,3 +149,22 @@ def test_the_kept_raw_results_make_the_same_report_again(tmp_path):
     text = first.read_text()
     assert text == again.read_text()
     assert "| 300 | first install | 5.50 s | 4.50 s |  | 1.22× |  | +0.50 s |" in text
+
+
+def test_append_on_a_fresh_clone_adds_to_the_kept_results_of_benchmarks_md(tmp_path, monkeypatch):
+    kept = tmp_path / "kept.json"
+    monkeypatch.setattr(bench, "KEPT", str(kept))
+    fresh = str(tmp_path / "out" / "results.json")  # a fresh clone: no results of a previous run in --out
+    main_md = os.path.join(bench.ROOT, "BENCHMARKS.md")
+    args = argparse.Namespace(append=True, md=main_md)
+    assert bench.appended_results(args, fresh) is None  # nothing kept either: start afresh
+    kept.write_text("{}")
+    assert bench.appended_results(args, fresh) == str(kept)
+    # another report (--md elsewhere) never adds to BENCHMARKS.md's results; without --append nothing is added
+    assert bench.appended_results(argparse.Namespace(append=True, md=str(tmp_path / "x.md")), fresh) is None
+    assert bench.appended_results(argparse.Namespace(append=False, md=main_md), fresh) is None
+    # the previous run's results in --out come first
+    os.makedirs(os.path.dirname(fresh))
+    with open(fresh, "w", encoding="utf-8") as handle:
+        handle.write("{}")
+    assert bench.appended_results(args, fresh) == fresh
