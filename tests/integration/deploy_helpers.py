@@ -139,9 +139,15 @@ def actions(result):
 SKIPPED_KINDS = {("", "Event"), ("events.k8s.io", "Event")}  # written by controllers all the time
 
 
+# What the controllers add to every namespace, at any moment after it was created: never a write of a deploy.
+CONTROLLER_MADE = ("ConfigMap/kube-root-ca.crt", "ServiceAccount/default")
+
+
 def versions(cluster, namespace):
     """{Kind.group/name: resourceVersion} of every object of every listable namespaced kind in ``namespace``
-    (events excepted), read through a fresh discovery so CRDs created meanwhile are included."""
+    (events and CONTROLLER_MADE excepted), read through a fresh discovery so CRDs created meanwhile are included.
+    Without that exception, a snapshot taken before the root CA publisher and the service account controller
+    reached a new namespace differs from a later one although the deploy wrote nothing."""
     out = {}
     seen = set()
     for res in Discovery(cluster.kube).resources().values():
@@ -153,7 +159,9 @@ def versions(cluster, namespace):
         path = resource_path(res, namespace)
         for item in cluster.kube.get_json(path).get("items", []):
             kind = "%s.%s" % (res.kind, res.group) if res.group else res.kind
-            out["%s/%s" % (kind, item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
+            name = "%s/%s" % (kind, item["metadata"]["name"])
+            if name not in CONTROLLER_MADE:
+                out[name] = item["metadata"]["resourceVersion"]
     return out
 
 

@@ -73,9 +73,7 @@ def connection(cluster, namespace, tmp_path):
 def snapshot(cluster, namespace):
     """What a write would change: every object of ``namespace`` by resourceVersion, and the cluster-wide objects
     (Namespaces, ClusterRoles, ClusterRoleBindings) of this test's release key."""
-    # What the controllers add to a fresh namespace (at any moment after it was created) is not a write of ours.
-    state = {name: version for name, version in versions(cluster, namespace).items()
-             if name not in ("ConfigMap/kube-root-ca.crt", "ServiceAccount/default")}
+    state = versions(cluster, namespace)  # without what the controllers add to a fresh namespace
     selector = "manent.io/application=%s" % key_of_test(namespace).application
     for api_version, kind in CLUSTER_WIDE:
         for obj in cluster.list(api_version, kind, selector=selector):
