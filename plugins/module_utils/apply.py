@@ -79,16 +79,26 @@ class Applier:
         self.reader = reader or LiveReader(kube, discovery, self.options.concurrency)
         self.deleter = deleter or Deleter(kube, discovery, self.reader, DeleteOptions(
             dry_run=self.options.dry_run, timeout=self.options.delete_timeout))
-        # the stored objects of the release in service (set by the deploy): objects equal to them whose live
-        # copy still holds them are reported unchanged without a PATCH (unchanged.py)
-        self.baseline = None
-        # their live copies, read at once before the deploy's first write (take_snapshot); None once it wrote
+        self._finder = None
+        # live copies of the candidates, read at once before the deploy's first write (take_snapshot); None once
+        # it wrote
         self.snapshot = None
+
+    @property
+    def baseline(self):
+        """The stored objects of the release in service (set by the deploy): objects equal to them whose live
+        copy still holds them are reported unchanged without a PATCH (unchanged.py). None: every object is
+        applied."""
+        return self._finder.stored if self._finder else None
+
+    @baseline.setter
+    def baseline(self, objects):
+        self._finder = UnchangedFinder(self.reader, objects) if objects else None
 
     def take_snapshot(self, objects):
         """Read the live copies of the candidates among ``objects`` now, for the tiers to decide from until the
         first write or wait (unchanged.py); the snapshot, or None without a baseline."""
-        self.snapshot = UnchangedFinder(self.reader, self.baseline).snapshot(objects) if self.baseline else None
+        self.snapshot = self._finder.snapshot(objects) if self._finder else None
         return self.snapshot
 
     def forget_snapshot(self):
@@ -203,8 +213,7 @@ class Applier:
         started = time.monotonic()
         if any(c.action not in (UNCHANGED, SKIPPED) for c in changes):
             self.forget_snapshot()  # something was created, changed or deleted since the snapshot
-        same, known = UnchangedFinder(self.reader, self.baseline).find(objects, self.snapshot) if self.baseline \
-            else (set(), {})
+        same, known = self._finder.find(objects, self.snapshot) if self._finder else (set(), {})
         seconds = time.monotonic() - started
         pending = [o for o in objects if key_of(o) not in same]
         if pending and not self.options.dry_run:

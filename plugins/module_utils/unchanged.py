@@ -56,7 +56,8 @@ class UnchangedFinder:
     def __init__(self, reader, baseline, manager=FIELD_MANAGER):
         self.reader = reader
         self.manager = manager
-        self.baseline = {key_of(o): o for o in baseline or []}
+        self.stored = list(baseline or [])
+        self.baseline = {key_of(o): o for o in self.stored}
 
     def candidates(self, objects):
         """The objects that may be unchanged: equal to their stored copy, of a served kind, labelled with a
@@ -201,8 +202,8 @@ def _desired_digests(obj):
 def holds(desired, live, manager=FIELD_MANAGER):
     """True when ``live`` needs no apply of ``desired``: it carries the same release labels, is not being
     deleted, ``manager``'s Apply entry owns exactly the desired fields and every desired value is live."""
-    live_meta = metadata(live)
-    if live_meta.get("deletionTimestamp") or owner_of(live) is None or owner_of(live) != owner_of(desired):
+    owner = owner_of(live)
+    if metadata(live).get("deletionTimestamp") or owner is None or owner != owner_of(desired):
         return False
     entry = _apply_entry(live, manager, desired.get("apiVersion"))
     if entry is None:
