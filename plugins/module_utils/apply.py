@@ -41,7 +41,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.diff import scru
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, ApplyError, ConflictError, ManentError, NotFoundError, group_failures)
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import FIELD_MANAGER
-from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import CONCURRENCY, LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import UnchangedFinder
 
@@ -61,7 +61,7 @@ class ApplyOptions:
     ``salt``: keys the Secret fingerprints of diffs (random per run, so they cannot be compared across runs)."""
 
     force: bool = True
-    concurrency: int = 8
+    concurrency: int = CONCURRENCY
     dry_run: bool = False
     diff: bool = False
     delete_timeout: float = 120.0

@@ -17,6 +17,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import De
 from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import check_keep_releases
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import CONCURRENCY
 
 APPLY_SPEC = {
     "bundle": {"type": "path", "required": True},
@@ -25,7 +26,7 @@ APPLY_SPEC = {
     "prune": {"type": "bool", "default": False},
     "keep_releases": {"type": "int", "default": 5},
     "force_conflicts": {"type": "bool", "default": True},
-    "concurrency": {"type": "int", "default": 8},
+    "concurrency": {"type": "int", "default": CONCURRENCY},
     "break_lock": {"type": "bool", "default": False},
     "helm_migrate_release": {"type": "str"},
     "create_namespace": {"type": "bool", "default": False},
