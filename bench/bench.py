@@ -87,6 +87,16 @@ CMD_TIMEOUT = 600
 PODS_PER_NODE = 110
 
 
+def write_results(meta, results, path, indent=1):
+    """Write raw results ``{"meta", "results"}`` to ``path`` whole or not at all (a run stopped midway leaves the
+    previous file): the results file of a run, and the kept results of BENCHMARKS.md (report.keep)."""
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump({"meta": meta, "results": results}, handle, indent=indent)
+        if indent == 0:
+            handle.write("\n")
+    os.replace(path + ".tmp", path)
+
+
 def log(msg):
     print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
 
@@ -570,9 +580,7 @@ class Bench:
     # ----------------------------------------------------------------- recording
     def record(self, **kw):
         self.results.append(kw)
-        with open(self.results_file + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump({"meta": self.meta, "results": self.results}, handle, indent=1)
-        os.replace(self.results_file + ".tmp", self.results_file)
+        write_results(self.meta, self.results, self.results_file)
 
     def cap_of(self, size):
         return self.caps.get(size, self.caps.get(0, CMD_TIMEOUT))

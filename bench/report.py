@@ -21,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from bench import ANSIBLE_TOOLS, SCENARIOS, SCENARIO_TITLES, TOOL_TITLES  # noqa: E402  pylint: disable=wrong-import-position
+from bench import ANSIBLE_TOOLS, SCENARIOS, SCENARIO_TITLES, TOOL_TITLES, write_results  # noqa: E402  pylint: disable=wrong-import-position
 
 REFERENCE = "manent-role"
 ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "manent-chart", "kubectl", "helm3", "helm4", "k8s")
@@ -48,10 +48,7 @@ def load(path):
 
 def keep(meta, results, path):
     """Write the raw results a report was made from, so that it can be made again from them alone."""
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump({"meta": meta, "results": results}, handle, indent=0)
-        handle.write("\n")
-    os.replace(path + ".tmp", path)
+    write_results(meta, results, path, indent=0)
 
 
 INF = float("inf")
