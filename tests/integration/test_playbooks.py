@@ -41,7 +41,7 @@ def _greeting(cluster, namespace):
 # --------------------------------------------------------------------------- static checks (no cluster)
 
 
-ENTRY_POINTS = ("main", "plan", "waves", "rollback", "checkpoint", "audit", "history", "traffic")
+ENTRY_POINTS = ("main", "plan", "wave", "waves", "rollback", "checkpoint", "audit", "history", "traffic")
 # A role variable in task text: public deploy_*, internal _deploy_*, registered __deploy_* (not manent_deploy_waves).
 VARIABLE = re.compile(r"(?<![A-Za-z0-9_])(_{0,2}deploy_[a-z0-9_]+)")
 INCLUDES = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
