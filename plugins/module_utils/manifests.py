@@ -299,12 +299,13 @@ def _plain_documents(text, filename, max_alias_nodes=MAX_ALIAS_NODES):
     loader = ManifestLoader(text)
     docs = []
     number = 0
+    tags = {}  # (text, plain) -> the loader's tag: keys and values repeat from object to object
     try:
         loader.get_event()  # StreamStartEvent
         while not loader.check_event(yaml.StreamEndEvent):
             loader.get_event()  # DocumentStartEvent
             number += 1
-            obj, start, end = _plain_root(loader, max_alias_nodes)
+            obj, start, end = _plain_root(loader, max_alias_nodes, tags)
             loader.get_event()  # DocumentEndEvent
             if obj is None:
                 continue
@@ -318,8 +319,9 @@ def _plain_documents(text, filename, max_alias_nodes=MAX_ALIAS_NODES):
         loader.dispose()
 
 
-def _plain_root(loader, max_alias_nodes):
-    """(object, start mark, end mark) of one document's root, from its events; None for an empty document."""
+def _plain_root(loader, max_alias_nodes, tags):
+    """(object, start mark, end mark) of one document's root, from its events; None for an empty document.
+    ``tags``: the cache of :func:`_plain_scalar`."""
     event = loader.get_event()
     if isinstance(event, yaml.ScalarEvent):
         if event.anchor is not None or event.tag not in (None, "!") or \
@@ -334,7 +336,6 @@ def _plain_root(loader, max_alias_nodes):
     stack = [[root, 1, _collection_start(loader, event, yaml.MappingNode, _MAP_TAG), None]]
     anchors = {}  # anchor -> (closed value, its size in nodes)
     expanded = 0
-    tags = {}  # (text, plain) -> tag: keys and values repeat from object to object
     while True:
         event = loader.get_event()
         cls = event.__class__
