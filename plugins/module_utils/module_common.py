@@ -62,7 +62,9 @@ def connection(params):
         client_cert=params.get("client_cert") or "", client_key=params.get("client_key") or "",
         ca=params.get("ca") or "", ca_file=params.get("ca_file") or "",
         insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"],
-        retry_time=retry_time(params))
+        retry_time=retry_time(params),
+        # a connection kept for each request a task may send at once (manent_apply's concurrency)
+        pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
 
 
 def retry_time(params):
