@@ -407,8 +407,8 @@ def _plain_scalar(loader, event, tags):
         return event.value
     if tag not in _SCALAR_TAGS:
         raise _NotPlain()  # a merge key or the value key '='
-    return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark,
-                                                                  style=event.style))
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+    return loader.yaml_constructors[tag](loader, node)
 
 
 def _in_construction(err):

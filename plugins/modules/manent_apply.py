@@ -78,7 +78,7 @@ options:
     default: true
   concurrency:
     description:
-      - Requests sent at once: objects applied at once within a tier, and kinds listed at once.
+      - Requests sent at once (objects applied at once within a tier, and kinds listed at once).
       - Over long round trips (a remote cluster) more requests at once shorten a first install; the API server's
         CPU bounds it on a local cluster.
     type: int

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import manifests
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
@@ -192,10 +193,9 @@ def test_generated_releases_read_the_same_both_ways(monkeypatch):
         if depth > 4 or roll < 0.5:
             return scalar()
         if roll < 0.75:
-            return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+            return [value(depth + 1) for position in range(rng.randint(0, 4))]
         return {rng.choice(words[:4]) + str(i): value(depth + 1) for i in range(rng.randint(0, 4))}
 
-    import yaml
     docs = []
     for i in range(60):
         shared = value(2)
