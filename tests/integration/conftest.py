@@ -6,6 +6,7 @@ against clusters you already have, set MANENT_TEST_INVENTORY to an inventory in 
 (see docs/testing.md). If the clusters cannot start, the session fails: it never skips.
 """
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -34,14 +35,22 @@ def clusters():
         yield _load_inventory(external)
         return
     script = os.path.join(ROOT, "hack", "clusters.py")
-    status = subprocess.run([sys.executable, script, "status", "--dir", CLUSTERS_DIR],
-                            capture_output=True, text=True, check=False)
-    started = status.returncode != 0
-    if started:
-        up = subprocess.run([sys.executable, script, "up", "--dir", CLUSTERS_DIR], capture_output=True, text=True,
-                            check=False)
-        if up.returncode != 0:
-            pytest.fail("local clusters did not start:\n%s\n%s" % (up.stdout, up.stderr[-20000:]), pytrace=False)
+    os.makedirs(CLUSTERS_DIR, exist_ok=True)
+    with open(os.path.join(CLUSTERS_DIR, ".fixture.lock"), "w", encoding="utf-8") as lock:
+        # pytest -n: one worker starts the clusters, the others wait here and then find them running
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        status = subprocess.run([sys.executable, script, "status", "--dir", CLUSTERS_DIR],
+                                capture_output=True, text=True, check=False)
+        started = status.returncode != 0
+        if started:
+            up = subprocess.run([sys.executable, script, "up", "--dir", CLUSTERS_DIR], capture_output=True,
+                                text=True, check=False)
+            if up.returncode != 0:
+                pytest.fail("local clusters did not start:\n%s\n%s" % (up.stdout, up.stderr[-20000:]),
+                            pytrace=False)
+    # A pytest-xdist worker leaves the clusters it started running: the other workers may still be using them
+    # (make clusters-down stops them).
+    started = started and not os.environ.get("PYTEST_XDIST_WORKER")
     try:
         found = _load_inventory(os.path.join(CLUSTERS_DIR, "inventory.yml"))
         if len(found) < 2:
