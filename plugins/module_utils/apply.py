@@ -16,7 +16,7 @@ kept per object.
 With ``force: false`` each tier is first applied with dryRun=All: a conflict (or any other refusal) of
 one object fails the tier before any of its objects is written.
 
-Objects equal to the stored copy of the release in service (``Applier.baseline``) whose live copy still holds
+Objects equal to the stored copy of the release in service (``Applier.use_baseline``) whose live copy still holds
 every desired value, owned by ``manent``, are reported ``unchanged`` without a PATCH: unchanged.py decides, from
 one LIST per kind and namespace (read for all tiers at once before the deploy's first write, ``take_snapshot``,
 and per tier again once something was written); anything uncertain is applied.
@@ -84,15 +84,10 @@ class Applier:
         # it wrote
         self.snapshot = None
 
-    @property
-    def baseline(self):
-        """The stored objects of the release in service (set by the deploy): objects equal to them whose live
-        copy still holds them are reported unchanged without a PATCH (unchanged.py). None: every object is
-        applied."""
-        return self._finder.stored if self._finder else None
-
-    @baseline.setter
-    def baseline(self, objects):
+    def use_baseline(self, objects):
+        """``objects``: the stored objects of the release in service (the deploy gives them). Objects equal to them
+        whose live copy still holds them are reported unchanged without a PATCH (unchanged.py); None or empty:
+        every object is applied."""
         self._finder = UnchangedFinder(self.reader, objects) if objects else None
 
     def take_snapshot(self, objects):

@@ -207,7 +207,7 @@ class Deployer:
         if bundle.slot:  # a candidate's deploy never prunes the stable slot's (or an un-slotted release's) workloads
             previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(bundle.objects, previous_objects)
-        self.applier.baseline = previous_objects  # objects equal to these may need no apply (unchanged.py)
+        self.applier.use_baseline(previous_objects)  # objects equal to these may need no apply (unchanged.py)
         selected = _select(bundle.objects, phase, result)
         return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
                      stages=stages.plan(selected, phase), previous_objects=previous_objects,

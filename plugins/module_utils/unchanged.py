@@ -56,8 +56,7 @@ class UnchangedFinder:
     def __init__(self, reader, baseline, manager=FIELD_MANAGER):
         self.reader = reader
         self.manager = manager
-        self.stored = list(baseline or [])
-        self.baseline = {key_of(o): o for o in self.stored}
+        self.baseline = {key_of(o): o for o in baseline or []}
 
     def candidates(self, objects):
         """The objects that may be unchanged: equal to their stored copy, of a served kind, labelled with a
