@@ -92,8 +92,7 @@ def write_results(meta, results, path, indent=1):
     previous file): the results file of a run, and the kept results of BENCHMARKS.md (report.keep)."""
     with open(path + ".tmp", "w", encoding="utf-8") as handle:
         json.dump({"meta": meta, "results": results}, handle, indent=indent)
-        if indent == 0:
-            handle.write("\n")
+        handle.write("\n")
     os.replace(path + ".tmp", path)
 
 
