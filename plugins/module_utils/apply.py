@@ -49,6 +49,7 @@ APPLY_PATCH = "application/apply-patch+yaml"
 _READ = object()  # apply_one: read the live object itself
 _CONFLICT = re.compile(r'conflict with "([^"]+)"')
 _NOT_IN_SCHEMA = "field not declared in schema"
+_RECREATING = frozenset((lifecycle.BEFORE_CREATION, lifecycle.BEFORE_CREATION_IF_IMMUTABLE))
 
 
 def _random_salt():
@@ -83,6 +84,9 @@ class Applier:
         # live copies of the candidates, read at once before the deploy's first write (take_snapshot); None once
         # it wrote
         self.snapshot = None
+        # (absent keys, listed keys) of the objects that are not candidates, listed at once before the first
+        # write (list_absent); None: each tier lists its own
+        self._existence = None
 
     def use_baseline(self, objects):
         """``objects``: the stored objects of the release in service (the deploy gives them). Objects equal to them
@@ -99,6 +103,22 @@ class Applier:
     def forget_snapshot(self):
         """From now on each tier lists its candidates again (something was written or waited for)."""
         self.snapshot = None
+
+    def list_absent(self, objects):
+        """Learn now, for every tier at once, which of ``objects`` that cannot be unchanged (not candidates of
+        the baseline) do not exist: one metadata-only LIST per kind and namespace (LiveReader.existence), all
+        sent together, instead of one LIST per tier between tiers. Their tiers then apply the absent ones without
+        reading each; those listed present are read just before their apply, as before. The answer of each
+        apply still says whether it created the object (201), so an object that someone else created after this
+        LIST is reported configured, not created. Objects a delete policy may recreate are left to their tier,
+        which reads them just before (it must delete one that exists). Kinds not served yet are left too."""
+        candidates = {key_of(o) for o in self._finder.candidates(objects)} if self._finder else set()
+        wanted = [o for o in objects if key_of(o) not in candidates and not _RECREATING & lifecycle.delete_policies(o)]
+        self._existence = self.reader.existence(wanted)
+
+    def forget_absent(self):
+        """Each tier lists which of its objects exist again (the end of a deploy)."""
+        self._existence = None
 
     # ------------------------------------------------------------------ one object
 
@@ -147,7 +167,9 @@ class Applier:
                 raise
             return self._recreate(obj, live, "immutable field changed: would recreate", started)
         if live is None:
-            action = CREATED
+            # 201: the apply created it. 200: it existed although it was listed absent (created by someone else
+            # since): it was configured, from a state this deploy did not see.
+            action = CREATED if resp.status != 200 else CONFIGURED
         else:
             # the server wrote nothing (same resourceVersion), or only fields it manages itself changed since
             # the read (a controller wrote status in between): unchanged. Dry-run results carry no new version.
@@ -216,8 +238,14 @@ class Applier:
         if pending and not self.options.force and not self.options.dry_run:
             self.preflight(pending)
         # the others are read before their apply, except those one LIST per kind and namespace shows absent
-        absent = self.reader.absent([o for o in pending if key_of(o) not in known])
-        for key in absent:
+        # (listed for all tiers before the first write, list_absent, else now for this tier)
+        unknown = [o for o in pending if key_of(o) not in known]
+        if self._existence is not None:
+            absent, listed = self._existence
+            for key in absent.intersection(key_of(o) for o in unknown):
+                known[key] = None
+            unknown = [o for o in unknown if key_of(o) not in listed]
+        for key in self.reader.absent(unknown):
             known[key] = None
         results, errors = self._each(pending, lambda obj: self.apply_one(obj, known.get(key_of(obj), _READ)))
         applied = {key_of(o): r for o, r in zip(pending, results)}

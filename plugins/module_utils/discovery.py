@@ -6,7 +6,8 @@
 Discovery is read once per cluster per run: aggregated discovery (``apidiscovery.k8s.io/v2``, two
 requests: ``/api`` and ``/apis``) where the server offers it, the per-group documents otherwise.
 The result is cached on the controller in the run's work directory (keyed by server URL, with a
-TTL) so every module of the run shares it; a kind that is missing is looked up once more with a
+TTL) so every module of the run shares it, with the server's version (:meth:`Discovery.version`: a render
+within the TTL sends no request at all); a kind that is missing is looked up once more with a
 fresh discovery (it may be a CRD applied a moment ago).
 """
 
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import namedtuple
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
 
 Resource = namedtuple("Resource", "group version kind plural namespaced verbs")
@@ -34,7 +37,9 @@ class Discovery:
         self.cache_dir = cache_dir
         self.ttl = ttl
         self._by_gvk = None
+        self._version = None
         self._refreshed = False
+        self._lock = threading.Lock()  # threads of one deploy (checks, tiers) share it: one of them reads
         self.source = None  # "cache", "aggregated" or "legacy"
 
     # ---------------------------------------------------------------- loading
@@ -53,29 +58,37 @@ class Discovery:
                     cached = json.load(f)
                 if time.time() - cached.get("time", 0) < self.ttl and cached.get("url") == self.kube.url:
                     self._index(cached["resources"])
+                    version = cached.get("version")
+                    if isinstance(version, list) and len(version) == 3:
+                        self._version = (int(version[0]), int(version[1]), str(version[2]))
                     self.source = "cache"
                     return
             except (OSError, ValueError, KeyError, TypeError):
                 pass
         resources = self._fetch()
         self._index(resources)
+        self._version = self.kube.version()  # read once per client (most callers asked for it already)
         if path:
             os.makedirs(self.cache_dir, exist_ok=True)
-            tmp = path + ".%d.tmp" % os.getpid()
+            tmp = path + ".%d.%d.tmp" % (os.getpid(), threading.get_ident())
             with open(tmp, "w") as f:
-                f.write(json.dumps({"time": time.time(), "url": self.kube.url, "resources": resources}))
+                f.write(json.dumps({"time": time.time(), "url": self.kube.url, "resources": resources,
+                                    "version": list(self._version)}))
             os.replace(tmp, path)
 
     def _index(self, resources):
-        self._by_gvk = {}
+        by_gvk = {}
         for r in resources:
             res = Resource(*r)
-            self._by_gvk[(res.group, res.version, res.kind)] = res
+            by_gvk[(res.group, res.version, res.kind)] = res
+        self._by_gvk = by_gvk  # whole, for the threads that do not take the lock
 
     def _fetch(self):
-        try:
-            core = self.kube.request("GET", "/api", accept=AGGREGATED_ACCEPT, subject="discovery").data
-            groups = self.kube.request("GET", "/apis", accept=AGGREGATED_ACCEPT, subject="discovery").data
+        def get(path):
+            return self.kube.request("GET", path, accept=AGGREGATED_ACCEPT, subject="discovery").data
+
+        try:  # both documents at once: one round trip
+            core, groups = concurrently(get, ["/api", "/apis"], 2)
         except ApiError as exc:
             raise DiscoveryError("discovery failed: %s" % exc, subject=self.kube.url)
         if isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList":
@@ -106,12 +119,23 @@ class Discovery:
 
     def resources(self):
         if self._by_gvk is None:
-            self._load()
+            with self._lock:
+                if self._by_gvk is None:
+                    self._load()
         return self._by_gvk
 
+    def version(self):
+        """The server's (major, minor, gitVersion), as cached with the kinds (the same TTL: a cluster upgraded
+        meanwhile is seen when the kinds are read again), else read now."""
+        self.resources()
+        if self._version is None:
+            self._version = self.kube.version()
+        return self._version
+
     def refresh(self):
-        self._load(fresh=True)
-        self._refreshed = True
+        with self._lock:
+            self._load(fresh=True)
+            self._refreshed = True
 
     def find(self, api_version, kind):
         """Resource for apiVersion/kind, or None. A miss refreshes discovery once per run."""

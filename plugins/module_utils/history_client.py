@@ -41,18 +41,25 @@ class HistoryClient:
         self.notes = []
         self.locator_name = codec.locator_name(release_key)
         self._seen = {}  # name -> the last ConfigMap read or written (see the module docstring)
+        self._absent = set()  # names of ConfigMaps whose last read found none (and none written since)
 
     def _remember(self, cm, resource="configmaps"):
         if resource == "configmaps" and isinstance(cm, dict) and (cm.get("metadata") or {}).get("name"):
             self._seen[cm["metadata"]["name"]] = cm
+            self._absent.discard(cm["metadata"]["name"])
         return cm
 
     def remembered(self, name):
         """The last version of ConfigMap ``name`` this client read or wrote; None when it has none."""
         return self._seen.get(name)
 
+    def seen_absent(self, name):
+        """True when this client's last read of ConfigMap ``name`` found none, and it wrote none since."""
+        return name in self._absent
+
     def forget(self, name):
         self._seen.pop(name, None)
+        self._absent.discard(name)
 
     def known(self, name, action="read the release history"):
         """The last version of ConfigMap ``name`` this client read or wrote, else read now (None: absent)."""
@@ -97,6 +104,7 @@ class HistoryClient:
         except NotFoundError:
             if resource == "configmaps":
                 self._seen.pop(name, None)
+                self._absent.add(name)
             return None
 
     def create(self, body, action, resource="configmaps", kind="ConfigMap"):

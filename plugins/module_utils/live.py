@@ -142,6 +142,11 @@ class LiveReader:
         holding ``list_from`` or more of them (served kinds only). Objects of smaller groups, and of a LIST that
         failed (not allowed, or an error left after the client's retries), are not known: the caller reads them
         one by one. A first install thus costs a few LISTs instead of one GET per object."""
+        return self.existence(objects, list_from)[0]
+
+    def existence(self, objects, list_from=LIST_FROM):
+        """(absent, listed): as :meth:`absent`, with the keys of every object whose LIST answered (those not
+        absent existed then)."""
         units = [members for members in self._groups(objects, served_only=True) if len(members) >= list_from]
 
         def names(members):
@@ -151,11 +156,13 @@ class LiveReader:
             except ApiError:
                 return members, None
 
-        out = set()
+        absent, listed = set(), set()
         for members, present in concurrently(names, units, self.concurrency):
             if present is not None:
-                out.update(key_of(obj) for obj in members if name_of(obj) not in present)
-        return out
+                keys = [key_of(obj) for obj in members]
+                listed.update(keys)
+                absent.update(k for k, obj in zip(keys, members) if name_of(obj) not in present)
+        return absent, listed
 
     def _get_live(self, members, _selector=None):
         out = {}

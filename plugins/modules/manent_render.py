@@ -302,7 +302,7 @@ def run(module):
         sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
         deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
         release = mc.release(p, p["version"], deployment)
-        major, minor, git_version = kube.version()
+        major, minor, git_version = discovery.version()  # kept with the cached kinds (discovery.py)
         bundle = render(p["artifact"], release, options, discovery, (major, minor, git_version), helm_options=helm,
                         cluster_url=kube.url)
     finally:

@@ -156,9 +156,12 @@ def test_acquire_without_holder_is_an_input_error(cluster, namespace):
     assert store(cluster, namespace).locator() is None
 
 
-@pytest.mark.parametrize("locator_exists", [False, True], ids=["fresh-key", "existing-locator"])
+@pytest.mark.parametrize("locator_exists, read_first", [(False, False), (False, True), (True, False)],
+                         ids=["fresh-key", "fresh-key-read-first", "existing-locator"])
 @pytest.mark.parametrize("round_", range(5))
-def test_two_concurrent_acquirers_exactly_one_wins(cluster, namespace, locator_exists, round_):
+def test_two_concurrent_acquirers_exactly_one_wins(cluster, namespace, locator_exists, read_first, round_):
+    """``read_first``: each deploy read the locator (none) before locking, as a deploy does: both then create it
+    without reading it again, and the one whose create is refused (409) is told who holds the lock."""
     key = ReleaseKey(application="race", artifact="race-%d" % round_, environment="prod")
     if locator_exists:
         first = store(cluster, namespace, key=key, holder="setup")
@@ -170,6 +173,8 @@ def test_two_concurrent_acquirers_exactly_one_wins(cluster, namespace, locator_e
 
     def run(holder, kube):
         history = store(cluster, namespace, key=key, holder=holder, kube=kube)
+        if read_first:
+            assert history.locator() is None
         barrier.wait()
         try:
             outcome[holder] = history.acquire()["lockHolder"]
@@ -361,6 +366,27 @@ def test_remembered_versions_spare_reads_but_never_decide_alone(cluster, namespa
     cluster.delete("v1", "ConfigMap", namespace, hc.locator_name(SHOP))
     assert mine.acquire()["lockHolder"] == "mine"
     assert get_cm(cluster, namespace, hc.locator_name(SHOP))["data"]["lockHolder"] == "mine"
+
+
+def test_a_locator_read_absent_is_created_locked_without_reading_it_again(cluster, namespace):
+    """A first deploy reads the locator (404) while planning; locking then creates it at once (one POST, no second
+    GET: a round trip less to a distant cluster). Created meanwhile by someone else: the 409 leads to a read and
+    the usual lock, without deciding anything on the first read."""
+    kube = _Counting(cluster.kube)
+    mine = store(cluster, namespace, holder="mine", now=at(T0), kube=kube)
+    assert mine.locator() is None
+    kube.sent.clear()
+    assert mine.acquire()["lockHolder"] == "mine"
+    assert kube.sent == ["POST"]
+    mine.release_lock()
+
+    late = store(cluster, namespace, key=SHOP_WORKER, holder="late", now=at(T0), kube=kube)
+    assert late.locator() is None
+    store(cluster, namespace, key=SHOP_WORKER, holder="other", now=at(T0)).acquire()
+    kube.sent.clear()
+    with pytest.raises(LockedError, match="deploy 'other' holds"):
+        late.acquire()
+    assert kube.sent == ["POST", "GET"]
 
 
 def test_records_are_listed_newest_first_without_other_histories(cluster, namespace):

@@ -258,3 +258,46 @@ def test_first_install_asks_one_list_which_objects_exist(cluster, namespace, tmp
     assert ("/api/v1/namespaces/%s/configmaps" % namespace, {"limit": "500"}) in gets  # the LIST, no selector
     assert not [p for p, _q in gets if p.rsplit("/", 1)[-1].startswith("new-")], gets
     assert {cluster.get("v1", "ConfigMap", namespace, "new-%d" % i)["data"]["v"] for i in range(5)} == {"b"}
+
+
+def _absence_lists(kube):
+    """Indexes and paths of the metadata LISTs without selector (which objects exist), in request order."""
+    return [(i, p) for i, (m, p, q) in enumerate(kube.calls) if m == "GET" and "limit" in q
+            and "labelSelector" not in q]
+
+
+def test_first_install_lists_every_tier_before_its_first_write(cluster, namespace, tmp_path):
+    """Which objects exist is asked for every tier at once, before anything is written (not one LIST per tier
+    between tiers: each is a round trip to a distant cluster); each kind once; no object read one by one."""
+    objects = ([configmap("c%d" % i, v="1") for i in range(4)] + [service("s%d" % i) for i in range(4)]
+               + [deployment("d%d" % i) for i in range(4)])
+    kube = h.Recording(cluster.kube)
+    result = h.deploy(cluster, tmp_path, objects, namespace, kube=kube, wait=False)
+    assert result.status == "deployed", h.dump(result)
+    assert set(actions(result).values()) == {"created"}
+    lists = _absence_lists(kube)
+    assert sorted(p.rsplit("/", 1)[-1] for _i, p in lists) == ["configmaps", "deployments", "services"], lists
+    first_write = min(i for i, (m, p, q) in enumerate(kube.calls) if m in ("POST", "PUT", "PATCH", "DELETE")
+                      and not p.startswith("/apis/authorization.k8s.io/"))
+    assert max(i for i, _p in lists) < first_write, kube.calls
+    assert not [p for m, p, q in kube.calls if m == "GET" and p.rsplit("/", 1)[-1] in {
+        (o["metadata"]["name"]) for o in objects}], "no object was read one by one"
+
+
+def test_an_object_created_by_someone_else_after_the_list_is_reported_configured(cluster, namespace, tmp_path):
+    """The absence LIST is not trusted blindly: once it has been answered, another client creates one of the
+    release's ConfigMaps; manent applies it (its values win) and reports it configured, as the apply's answer
+    (200, not 201 Created) says, not created."""
+    def create_late():
+        cluster.apply(configmap("late", namespace=namespace, v="theirs", extra="kept"), manager="someone-else")
+
+    kube = _Meddling(cluster.kube, lambda m, p, q: m == "GET" and p.endswith("/configmaps")
+                     and "labelSelector" not in q and "limit" in q, create_late)
+    objects = [configmap("c%d" % i, v="1") for i in range(4)] + [configmap("late", v="mine")]
+    result = h.deploy(cluster, tmp_path, objects, namespace, kube=kube, wait=False)
+    assert kube.meddled
+    assert result.status == "deployed", h.dump(result)
+    done = actions(result)
+    assert done.pop("ConfigMap/%s/late" % namespace) == "configured"
+    assert set(done.values()) == {"created"}, done
+    assert cluster.get("v1", "ConfigMap", namespace, "late")["data"]["v"] == "mine"

@@ -118,7 +118,8 @@ def test_check_mode_fails_the_same_way_in_another_namespace(cluster, namespace, 
         with pytest.raises(InputError) as caught:
             h.deploy(cluster, tmp_path, objects, other, key=B, kube=kube, apply={"dry_run": True})
         _assert_names_both_releases(caught.value, namespace)
-        assert not [c for c in kube.calls if c[0] != "GET"]  # not even a dry-run apply
+        # not even a dry-run apply: only reads (GETs, and the access reviews sent with the owner check)
+        assert not [c for c in kube.calls if c[0] != "GET" and not c[1].startswith("/apis/authorization.k8s.io/")]
         assert (h.versions(cluster, namespace), h.versions(cluster, other)) == before
     finally:
         cluster.delete_namespace(other)
@@ -271,8 +272,9 @@ def test_a_token_that_may_not_list_still_finds_the_owner_with_gets(cluster, name
             h.deploy(cluster, tmp_path, services, namespace, key=B, kube=recording)
         assert "- Service/%s/s0 belongs to release %s" % (namespace, A_NAME) in str(caught.value)
         assert recording.writes() == []
-        statuses = [p for m, p, q in recording.calls if m == "GET" and p.endswith("/services")]
-        assert statuses == ["/api/v1/namespaces/%s/services" % namespace]  # tried once, then one GET each
+        # the owner check's LIST (release label selector) tried once, then one GET each
+        statuses = [p for m, p, q in recording.calls if m == "GET" and p.endswith("/services") and "labelSelector" in q]
+        assert statuses == ["/api/v1/namespaces/%s/services" % namespace]
         assert len([p for m, p, q in recording.calls if m == "GET" and "/services/" in p]) == 5
 
         # the same token deploys B's own Services (no owner found) although it may not list them
