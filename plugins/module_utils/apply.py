@@ -176,7 +176,12 @@ class Applier:
             same_rv = not self.options.dry_run and (live.get("metadata") or {}).get("resourceVersion") == \
                 (resp.data.get("metadata") or {}).get("resourceVersion")
             action = UNCHANGED if same_rv or same(live, resp.data) else CONFIGURED
-        return self._change(obj, live, resp, takeovers, action, started)
+        change = self._change(obj, live, resp, takeovers, action, started)
+        if live is None and action == CONFIGURED:
+            note = ("it existed although it was listed absent (another client created it meanwhile); its state "
+                    "before this apply was not read")
+            change.reason = "%s; %s" % (change.reason, note) if change.reason else note
+        return change
 
     def _recreate(self, obj, live, why, started):
         """Delete ``live`` (the object that was read: uid precondition), wait until it is gone, apply again.

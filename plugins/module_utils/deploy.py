@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import (
@@ -299,10 +300,15 @@ class Deployer:
         if not plan.noop:
             store.acquire(break_lock=self.options.break_lock)
             plan.locked = True
-            store.migrate()
-            store.save_record(bundle.release, bundle.objects, plan.meta)
-            plan.saved = True
-            plan.result.history["written"] = True
+            # Under the lock: which records of the earlier format need their Secrets moved (one LIST) is read
+            # while the new record is written. The record of this version, which save_record rewrites in the
+            # current format when it existed, is left out of the move.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending = pool.submit(store.migration_pending)
+                store.save_record(bundle.release, bundle.objects, plan.meta)
+                plan.saved = True
+                plan.result.history["written"] = True
+                store.migrate(pending.result(), skip={plan.result.record})
 
     def _run_stages(self, plan, timings):
         """The stages in order (stages.py); the main rollout is waited for when a post stage follows it."""

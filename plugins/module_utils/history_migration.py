@@ -18,17 +18,23 @@ class SecretsMigration:
         self.client = client
         self.companions = companions
 
-    def migrate(self):
+    def pending(self):
+        """This key's records and backups written by the earlier format, read now (one LIST)."""
+        records, backups = self.client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
+        return [cm for cm in records + backups if codec.needs_migration(cm)]
+
+    def migrate(self, pending=None, skip=()):
         """Move the Secrets of this key's records and backups written by the earlier format (Secrets inside
         the ConfigMap) to companion Secrets; mark those without Secrets as checked. Call it holding the lock.
+        ``pending``: as :meth:`pending` returned it under this lock (default: read now); ``skip``: names left
+        alone (a record this deploy has just rewritten in the current format).
 
         Each ConfigMap is unpacked once: afterwards it carries the ``secrets`` field. Returns the names of the
         ConfigMaps whose Secrets were moved.
         """
         moved = []
-        records, backups = self.client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
-        for cm in records + backups:
-            if codec.needs_migration(cm) and self._migrate_one(cm):
+        for cm in self.pending() if pending is None else pending:
+            if cm["metadata"]["name"] not in skip and self._migrate_one(cm):
                 moved.append(cm["metadata"]["name"])
         return moved
 

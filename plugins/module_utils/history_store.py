@@ -132,9 +132,14 @@ class HistoryStore:
         """Delete the records beyond the ``keep`` newest (and their backups); returns their names, oldest first."""
         return self._retention.cleanup(keep)
 
-    def migrate(self):
-        """Move the Secrets of earlier-format records out of the ConfigMaps (holding the lock); returns names."""
-        return self._migration.migrate()
+    def migration_pending(self):
+        """The records and backups of the earlier format (Secrets inside the ConfigMap), read now."""
+        return self._migration.pending()
+
+    def migrate(self, pending=None, skip=()):
+        """Move the Secrets of earlier-format records out of the ConfigMaps (holding the lock); returns names.
+        ``pending``: as :meth:`migration_pending` returned it under the lock; ``skip``: names left alone."""
+        return self._migration.migrate(pending, skip)
 
     def rewrite_api_versions(self, convert, dry_run=False):
         """Convert stored objects to served apiVersions (apiconvert.py), backing records up; returns the report."""

@@ -212,6 +212,35 @@ def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namesp
     assert record_status(cluster, namespace, "2.0.0") == "rolled-back"
 
 
+def test_a_redeployed_version_of_the_earlier_format_is_rewritten_not_migrated(cluster, namespace, tmp_path):
+    """Version 1.0.0 in service, recorded by the earlier format, deployed again (another deploy id, another Secret
+    value): its record is rewritten in the current format with the new value in its companion Secret. The move
+    of earlier-format Secrets, read while the record is written, leaves that record alone: moving it from the
+    copy read before would put the old value back into the companion."""
+    first = make_bundle([configmap("cfg", v="1"), secret("1.0.0")], namespace, version="1.0.0",
+                        deployment="d-old-1.0.0")
+    for obj in first.objects:
+        cluster.apply(obj, manager="manent")
+    cluster.kube.request("POST", "/api/v1/namespaces/%s/configmaps" % namespace,
+                         body=old_format_record(namespace, "1.0.0", first.objects))
+    store = HistoryStore(cluster.kube, namespace, KEY, holder="setup")
+    store.acquire()
+    store.promote(first.release)
+    store.release_lock()
+    name = hc.record_name(KEY, "1.0.0")
+
+    result = deploy(cluster, tmp_path, [configmap("cfg", v="1"), secret("2.0.0")], namespace, version="1.0.0")
+    assert result.status == "deployed"
+    assert not any("moved the Secret values of ConfigMap/%s/%s" % (namespace, name) in w for w in result.warnings)
+    assert not any("changed while its Secrets were moved" in w for w in result.warnings), result.warnings
+    record = cluster.get("v1", "ConfigMap", namespace, name)
+    assert record["data"]["format"] == "2"
+    for needle in needles("1.0.0") + needles("2.0.0"):
+        assert needle not in readable_text(record)
+    _meta, objects = HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")
+    assert [o for o in objects if o["kind"] == "Secret"][0]["stringData"] == {"password": PLAIN["2.0.0"]}
+
+
 def test_missing_companion_is_a_clear_error_before_any_change(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0"):
         deploy(cluster, tmp_path, [secret(version)], namespace, version=version)

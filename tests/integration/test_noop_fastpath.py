@@ -301,3 +301,5 @@ def test_an_object_created_by_someone_else_after_the_list_is_reported_configured
     assert done.pop("ConfigMap/%s/late" % namespace) == "configured"
     assert set(done.values()) == {"created"}, done
     assert cluster.get("v1", "ConfigMap", namespace, "late")["data"]["v"] == "mine"
+    late = [c for c in result.changes if c.subject == "ConfigMap/%s/late" % namespace]
+    assert "listed absent" in late[0].reason, late
