@@ -176,8 +176,8 @@ def old_format_record(namespace, version, objects, status="deployed"):
     return cm
 
 
-def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namespace, tmp_path):
-    # 1.0.0 deployed by an earlier manent: its record holds the Secret value; it is in service.
+def old_release_in_service(cluster, namespace):
+    """1.0.0 deployed by an earlier manent and in service: its record holds the Secret value; the record's name."""
     first = make_bundle([configmap("cfg", v="1"), secret("1.0.0")], namespace, version="1.0.0",
                         deployment="d-old-1.0.0")
     for obj in first.objects:
@@ -188,7 +188,11 @@ def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namesp
     store.acquire()
     store.promote(first.release)
     store.release_lock()
-    old_name = hc.record_name(KEY, "1.0.0")
+    return hc.record_name(KEY, "1.0.0")
+
+
+def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namespace, tmp_path):
+    old_name = old_release_in_service(cluster, namespace)
     assert PLAIN["1.0.0"] in readable_text(cluster.get("v1", "ConfigMap", namespace, old_name))
 
     # Read as it is (no write needed): rollback target, audit and prune candidates all see the Secret.
@@ -217,17 +221,7 @@ def test_a_redeployed_version_of_the_earlier_format_is_rewritten_not_migrated(cl
     value): its record is rewritten in the current format with the new value in its companion Secret. The move
     of earlier-format Secrets, read while the record is written, leaves that record alone: moving it from the
     copy read before would put the old value back into the companion."""
-    first = make_bundle([configmap("cfg", v="1"), secret("1.0.0")], namespace, version="1.0.0",
-                        deployment="d-old-1.0.0")
-    for obj in first.objects:
-        cluster.apply(obj, manager="manent")
-    cluster.kube.request("POST", "/api/v1/namespaces/%s/configmaps" % namespace,
-                         body=old_format_record(namespace, "1.0.0", first.objects))
-    store = HistoryStore(cluster.kube, namespace, KEY, holder="setup")
-    store.acquire()
-    store.promote(first.release)
-    store.release_lock()
-    name = hc.record_name(KEY, "1.0.0")
+    name = old_release_in_service(cluster, namespace)
 
     result = deploy(cluster, tmp_path, [configmap("cfg", v="1"), secret("2.0.0")], namespace, version="1.0.0")
     assert result.status == "deployed"
