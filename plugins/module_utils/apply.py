@@ -94,26 +94,33 @@ class Applier:
         every object is applied."""
         self._finder = UnchangedFinder(self.reader, objects) if objects else None
 
-    def take_snapshot(self, objects):
-        """Read the live copies of the candidates among ``objects`` now, for the tiers to decide from until the
-        first write or wait (unchanged.py); the snapshot, or None without a baseline."""
-        self.snapshot = self._finder.snapshot(objects) if self._finder else None
+    def candidates(self, objects):
+        """The objects among ``objects`` that may be unchanged (UnchangedFinder.candidates); [] without a baseline.
+        A deploy asks once before its first read and hands the answer to take_snapshot and list_absent (the pass
+        compares every object with its stored copy)."""
+        return self._finder.candidates(objects) if self._finder else []
+
+    def take_snapshot(self, candidates):
+        """Read the live copies of ``candidates`` (from :meth:`candidates`) now, for the tiers to decide from until
+        the first write or wait (unchanged.py); the snapshot, or None without a baseline."""
+        self.snapshot = self._finder.snapshot(candidates) if self._finder else None
         return self.snapshot
 
     def forget_snapshot(self):
         """From now on each tier lists its candidates again (something was written or waited for)."""
         self.snapshot = None
 
-    def list_absent(self, objects):
+    def list_absent(self, objects, candidates):
         """Learn now, for every tier at once, which of ``objects`` that cannot be unchanged (not candidates of
         the baseline) do not exist: one metadata-only LIST per kind and namespace (LiveReader.existence), all
         sent together, instead of one LIST per tier between tiers. Their tiers then apply the absent ones without
         reading each; those listed present are read just before their apply, as before. The answer of each
         apply still says whether it created the object (201), so an object that someone else created after this
         LIST is reported configured, not created. Objects a delete policy may recreate are left to their tier,
-        which reads them just before (it must delete one that exists). Kinds not served yet are left too."""
-        candidates = {key_of(o) for o in self._finder.candidates(objects)} if self._finder else set()
-        wanted = [o for o in objects if key_of(o) not in candidates and not _RECREATING & lifecycle.delete_policies(o)]
+        which reads them just before (it must delete one that exists). Kinds not served yet are left too.
+        ``candidates``: what :meth:`candidates` answered for (at least) ``objects``."""
+        skip = {key_of(o) for o in candidates}
+        wanted = [o for o in objects if key_of(o) not in skip and not _RECREATING & lifecycle.delete_policies(o)]
         self._existence = self.reader.existence(wanted)
 
     def forget_absent(self):

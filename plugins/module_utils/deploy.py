@@ -40,7 +40,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import is_secret, record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import MANAGED_BY, MANAGER
-from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader, concurrently
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader, together
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import is_crd, namespace_of, ref, served_kinds
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
     TIER_CRDS, TIER_NAMESPACES, tier_of, tiers)
@@ -182,7 +182,9 @@ class Deployer:
             # before any write, in check mode too. All three only read (LISTs, access reviews), so they are sent
             # together; an object of another release is reported before a missing permission. The third learns
             # which objects do not exist yet, for every tier at once (Applier.list_absent).
-            concurrently(lambda read: read(plan), [self._check_owners, self._check_access, self._list_absent], 3)
+            candidates = self.applier.candidates(plan.selected)  # objects that may be unchanged, decided once
+            together(lambda: self._check_owners(plan, candidates), lambda: self._check_access(plan),
+                     lambda: self._list_absent(plan, candidates))
             if not self.dry_run and not plan.noop:
                 plan.store.prepare_record(bundle.release, bundle.objects, plan.meta)  # size check before writing
             if self.dry_run:
@@ -198,8 +200,8 @@ class Deployer:
         # Three independent reads sent together (one round trip, not three, over a distant link). Their errors
         # come in this order: the version's first (credentials and reachability), then the namespace's, then
         # history's. The locator is one read: the release in service and the traffic candidate.
-        _version, create_ns, located = concurrently(
-            lambda read: read(), [self.kube.version, lambda: self._release_namespace(bundle), store.locator], 3)
+        _version, create_ns, located = together(self.kube.version, lambda: self._release_namespace(bundle),
+                                                store.locator)
         located = located or {}
         current = store.in_service(located)
         phase = phase or (INSTALL if current is None else UPGRADE)
@@ -250,13 +252,13 @@ class Deployer:
             exc.partial = plan.result
             raise
 
-    def _check_owners(self, plan):
+    def _check_owners(self, plan, candidates):
         """No object belongs to another release (owners.py). The live copies of the objects that may be
         unchanged are read first, all kinds at once (unchanged.py): the owner check need not read again those
         listed with this release's labels, and the tiers decide from them until the first write."""
         result, key = plan.result, plan.bundle.release.key
         try:
-            snapshot = self.applier.take_snapshot(plan.selected)
+            snapshot = self.applier.take_snapshot(candidates)
             result.adopted = owners.check(self.reader, plan.selected, key, adopt=self.options.adopt,
                                           rollback=plan.phase == ROLLBACK, known=snapshot.live if snapshot else None)
         except ManentError as exc:
@@ -265,9 +267,9 @@ class Deployer:
             raise
         result.warnings.extend(owners.warnings(result.adopted, key, self.dry_run))
 
-    def _list_absent(self, plan):
+    def _list_absent(self, plan, candidates):
         """Which objects of the tiers after the Namespaces do not exist yet (Applier.list_absent)."""
-        self.applier.list_absent([o for o in plan.selected if tier_of(o) != TIER_NAMESPACES])
+        self.applier.list_absent([o for o in plan.selected if tier_of(o) != TIER_NAMESPACES], candidates)
 
     # ------------------------------------------------------------------ write
 
@@ -302,7 +304,8 @@ class Deployer:
             plan.locked = True
             # Under the lock: which records of the earlier format need their Secrets moved (one LIST) is read
             # while the new record is written. The record of this version, which save_record rewrites in the
-            # current format when it existed, is left out of the move.
+            # current format when it existed, is left out of the move. Not live.together: the record must count as
+            # saved (for the failure handling) as soon as save_record returns, even if the listing then fails.
             with ThreadPoolExecutor(max_workers=1) as pool:
                 pending = pool.submit(store.migration_pending)
                 store.save_record(bundle.release, bundle.objects, plan.meta)

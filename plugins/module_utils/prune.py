@@ -15,7 +15,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import DELETED, SKIPPED, Change
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import other_owner, owner_of
-from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import together
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_for_delete
 
@@ -63,8 +63,8 @@ def candidates(store, current, secrets=False, candidate=""):
     whose unchanged ones keep their release annotations): pruning needs names, labels and annotations alone."""
     objects, unfinished = [], ""
     if current:  # two independent reads (the record in service, the list of records), sent together
-        objects, unfinished = concurrently(lambda read: read(), [
-            lambda: list(store.previous_objects(secrets=secrets)), lambda: unfinished_release(store, current)], 2)
+        objects, unfinished = together(lambda: list(store.previous_objects(secrets=secrets)),
+                                       lambda: unfinished_release(store, current))
     for other in (unfinished, candidate):
         if other and other != (current or {}).get("version"):
             seen = {key_of(o) for o in objects}

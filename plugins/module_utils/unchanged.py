@@ -73,10 +73,9 @@ class UnchangedFinder:
             out.append(obj)
         return out
 
-    def snapshot(self, objects):
-        """The :class:`Snapshot` of the candidates among ``objects``, read now (one LIST per kind, namespace and
-        release, all at once)."""
-        candidates = self.candidates(objects)
+    def snapshot(self, candidates):
+        """The :class:`Snapshot` of ``candidates`` (what :meth:`candidates` answered), read now (one LIST per kind,
+        namespace and release, all at once)."""
         live, listed = self.read(candidates, with_listed=True)
         return Snapshot(live, listed)
 

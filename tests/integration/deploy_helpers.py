@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.apply import App
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery, resource_path
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
@@ -157,7 +158,11 @@ def versions(cluster, namespace):
             continue
         seen.add((res.group, res.kind))
         path = resource_path(res, namespace)
-        for item in cluster.kube.get_json(path).get("items", []):
+        try:
+            items = cluster.kube.get_json(path).get("items", [])
+        except NotFoundError:  # a CRD of another test deleted between discovery and this LIST: its kind is gone
+            continue
+        for item in items:
             kind = "%s.%s" % (res.kind, res.group) if res.group else res.kind
             name = "%s/%s" % (kind, item["metadata"]["name"])
             if name not in CONTROLLER_MADE:

@@ -100,6 +100,26 @@ def test_nothing_changed_is_unchanged_without_a_patch_one_list_per_kind(cluster,
     assert SECRET_VALUE not in h.dump(again)
 
 
+def test_each_object_is_compared_with_its_stored_copy_twice(cluster, namespace, tmp_path, monkeypatch):
+    """A nothing-changed redeploy decides which objects may be unchanged once before its first read (handed to the
+    snapshot and to the existence LISTs), then once in each object's tier (a kind may be served only then)."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import UnchangedFinder
+    deploys = _Deploys(cluster, namespace, tmp_path)
+    deploys(_objects())
+    examined = []
+    real = UnchangedFinder.candidates
+
+    def counted(finder, objects):
+        objects = list(objects)
+        examined.extend(objects)
+        return real(finder, objects)
+
+    monkeypatch.setattr(UnchangedFinder, "candidates", counted)
+    again, _kube = deploys(_objects())
+    _only(again, deploys)
+    assert len(examined) == 2 * len(_objects())
+
+
 def test_edit_by_another_field_manager_is_reapplied(cluster, namespace, tmp_path):
     deploys = _Deploys(cluster, namespace, tmp_path)
     deploys(_objects())

@@ -1,6 +1,7 @@
 """manent_render's engine against real clusters: discovery checks, scope, labels, charts with real capabilities."""
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -233,3 +234,41 @@ def test_sha256_is_checked_before_the_archive_is_opened(cluster, tmp_path):
     with pytest.raises(ArtifactError) as err:
         run(cluster, str(path), "1" * 64)
     assert "1" * 64 in str(err.value) and "not a valid" not in str(err.value)
+
+
+def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_path, monkeypatch):
+    """manent_render run twice with the same work directory (two tasks of one run, each its own client): the first
+    reads discovery and the version from the API server, the second only from the cache kept with them."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
+    from ansible_collections.manent.kubernetes.plugins.modules import manent_render
+
+    sent = []
+    real = Kube.request
+
+    def counted(kube, method, path, **kw):
+        sent.append((method, path))
+        return real(kube, method, path, **kw)
+
+    monkeypatch.setattr(Kube, "request", counted)
+    path, sha = write(tmp_path, [DEPLOY, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}])
+
+    class Task:  # what manent_render.run reads of its AnsibleModule
+        params = {name: spec.get("default") for name, spec in mc.argument_spec(
+            mc.RELEASE_SPEC, manent_render.RENDER_SPEC).items()}
+        params.update(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
+                      ca_file=cluster.ca_file, application="shop", environment="prod", namespace="shop-prod",
+                      artifact=path, artifact_sha256=sha, version="1.0.0", work_dir=str(tmp_path / "work"))
+        warnings = []
+
+        def warn(self, text):
+            self.warnings.append(text)
+
+    first = manent_render.run(Task())
+    assert ("GET", "/version") in sent and any(p in ("/api", "/apis") for _m, p in sent), sent
+    sent.clear()
+    second = manent_render.run(Task())
+    assert sent == []  # kinds and version from the discovery cache: nothing sent
+    assert second["objects"] == first["objects"] == 2 and second["cluster_version"] == first["cluster_version"]
+    with open(first["bundle"]) as f:
+        assert [o["kind"] for o in json.load(f)["objects"]] == ["ConfigMap", "Deployment"]

@@ -220,7 +220,7 @@ def test_a_snapshot_is_read_once_and_a_failed_list_is_read_again_when_its_tier_c
                       fail=["/api/v1/namespaces/ns/secrets"])
     wanted = [_named("ConfigMap", "a"), _named("ConfigMap", "gone"), _named("Secret", "s")]
     finder = UnchangedFinder(_ListReader(kube), wanted)
-    snapshot = finder.snapshot(wanted)
+    snapshot = finder.snapshot(finder.candidates(wanted))
     assert sorted(k.name for k in snapshot.live) == ["a"]
     assert sorted(k.name for k in snapshot.listed) == ["a", "gone"]  # listed: "gone" has no live object
     kube.calls.clear()
