@@ -55,6 +55,11 @@ class Locator:
         cm = self.client.known(self.client.locator_name)
         return None if cm is None else self._decoded(cm)
 
+    def held(self):
+        """True when the locator as this client last read or wrote it (no request) names this holder's lock."""
+        cm = self.client.remembered(self.client.locator_name)
+        return bool(self.holder and cm is not None and codec.decode_locator(cm).get("lockHolder") == self.holder)
+
     def in_service(self, data=None):
         """version, deployment, slot and record of the release in service, or None when there is none; from
         locator ``data`` (as :meth:`read` returns it) when given, else read now."""

@@ -18,9 +18,10 @@ class SecretsMigration:
         self.client = client
         self.companions = companions
 
-    def pending(self):
-        """This key's records and backups written by the earlier format, read now (one LIST)."""
-        records, backups = self.client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
+    def pending(self, listed=None):
+        """This key's records and backups written by the earlier format, read now (one LIST), or among
+        ``listed`` ((records, backups) as HistoryClient.histories answered)."""
+        records, backups = listed or self.client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
         return [cm for cm in records + backups if codec.needs_migration(cm)]
 
     def migrate(self, pending=None, skip=()):

@@ -14,6 +14,7 @@ import copy
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ConflictError, HistoryError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import together
 
 
 class Records:
@@ -108,11 +109,13 @@ class Records:
                 data.update({field: "" for field in codec.TRAFFIC_FIELDS if field not in ("promoted", "retired")})
 
         self.locator.change("promote version %s" % release.version, point)
-        self.mark(release.version, codec.STATUS_DEPLOYED, replaced=replaced)
+        # then the new record and the replaced one, two ConfigMaps, written at once (errors: the new record's first)
+        marks = [lambda: self.mark(release.version, codec.STATUS_DEPLOYED, replaced=replaced)]
         if replaced and replaced_record != name:
-            if self.mark(replaced, codec.STATUS_SUPERSEDED, missing_ok=True) is None:
-                self.client.notes.append("the record of the replaced version %s (%s) does not exist; nothing to "
-                                         "mark superseded" % (replaced, self.client.subject(replaced_record)))
+            marks.append(lambda: self.mark(replaced, codec.STATUS_SUPERSEDED, missing_ok=True))
+        if together(*marks)[1:] == [None]:
+            self.client.notes.append("the record of the replaced version %s (%s) does not exist; nothing to "
+                                     "mark superseded" % (replaced, self.client.subject(replaced_record)))
         return self.locator.known()  # as just written
 
     def set_candidate(self, release, slot):

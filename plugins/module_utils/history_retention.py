@@ -20,14 +20,24 @@ class Retention:
         self.locator = locator
         self.companions = companions
 
-    def cleanup(self, keep):
+    def cleanup(self, keep, listed=None):
         """Delete this key's records beyond the ``keep`` newest, never the one in service, the one it
         replaced nor the traffic candidate; returns the deleted record names, oldest first. Backups of deleted
-        records go too."""
-        cms = {cm["metadata"]["name"]: cm for cm in self.client.history()}
+        records go too. ``listed``: (records, backups) as listed while this holder kept the lock (no LIST now);
+        the records the locator names, which this deploy wrote since, are taken as this client last wrote them."""
         data = self.locator.known() or {}  # as this deploy last wrote it, under its lock
         protect = {name for name in (data.get("record"), data.get("replacedRecord"), data.get("candidateRecord"))
                    if name}
+        backups = None
+        if listed is not None:
+            records, backups = listed
+            cms = {cm["metadata"]["name"]: self.client.remembered(cm["metadata"]["name"]) or cm for cm in records}
+            for name in protect - set(cms):
+                cms[name] = self.client.remembered(name)
+            if any(cm is None for cm in cms.values()):  # a record named by the locator that this client never saw
+                cms, backups = None, None
+        if listed is None or cms is None:
+            cms = {cm["metadata"]["name"]: cm for cm in self.client.history()}
         doomed = codec.records_to_delete([codec.record_meta(cm) for cm in cms.values()], keep, protect)
         deleted = []
         for name in doomed:
@@ -35,12 +45,13 @@ class Retention:
                 self.companions.delete(cms[name], "delete the Secrets of an old release record")
                 deleted.append(name)
         if deleted:
-            self._delete_backups(cms, deleted)
+            self._delete_backups(cms, deleted, backups)
         return deleted
 
-    def _delete_backups(self, cms, deleted):
-        """Delete the backups of the ``deleted`` records (``cms``: the records as read, by name)."""
-        for cm in self.client.history(codec.HISTORY_BACKUP):
+    def _delete_backups(self, cms, deleted, backups=None):
+        """Delete the backups of the ``deleted`` records (``cms``: the records as read, by name; ``backups``: as
+        listed under the lock, else listed now)."""
+        for cm in self.client.history(codec.HISTORY_BACKUP) if backups is None else backups:
             original = (cm["metadata"].get("annotations") or {}).get(codec.ANNOTATION_BACKUP_OF)
             if original in deleted and self.client.delete(cm, "delete a record backup"):
                 if codec.companion_name(cm) != codec.companion_name(cms[original]):

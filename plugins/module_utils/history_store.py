@@ -67,6 +67,8 @@ class HistoryStore:
         self.holder = self._locator.holder
         self.locator_name = self._client.locator_name
         self.notes = self._client.notes  # what the user should know (the deploy's warnings), shared by the parts
+        # (records, backups) as listed holding this holder's lock (migration_pending), for cleanup; None: list then
+        self._listed = None
 
     # locator and lock
     def locator(self):
@@ -80,10 +82,12 @@ class HistoryStore:
 
     def acquire(self, ttl=LOCK_TTL_SECONDS, break_lock=False):
         """Take (or renew) the deploy lock of this release key; returns the locator (LockedError when held)."""
+        self._listed = None
         return self._locator.acquire(ttl=ttl, break_lock=break_lock)
 
     def release_lock(self):
         """Clear the lock if this holder has it; True when cleared, False when it was not ours."""
+        self._listed = None
         return self._locator.release()
 
     def unlock(self, dry_run=False):
@@ -129,12 +133,18 @@ class HistoryStore:
 
     # retention, earlier format, stored apiVersions, Helm
     def cleanup(self, keep):
-        """Delete the records beyond the ``keep`` newest (and their backups); returns their names, oldest first."""
-        return self._retention.cleanup(keep)
+        """Delete the records beyond the ``keep`` newest (and their backups); returns their names, oldest first.
+        Holding the lock since :meth:`migration_pending`, from that listing (no second LIST), else listed now."""
+        return self._retention.cleanup(keep, self._listed)
 
     def migration_pending(self):
-        """The records and backups of the earlier format (Secrets inside the ConfigMap), read now."""
-        return self._migration.pending()
+        """The records and backups of the earlier format (Secrets inside the ConfigMap), read now (one LIST).
+        Called holding the lock, the listing is kept for :meth:`cleanup`: under the lock only this holder writes
+        this history, and the client remembers what it wrote since."""
+        listed = self._client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
+        if self._locator.held():
+            self._listed = listed
+        return self._migration.pending(listed)
 
     def migrate(self, pending=None, skip=()):
         """Move the Secrets of earlier-format records out of the ConfigMaps (holding the lock); returns names.

@@ -63,6 +63,26 @@ def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
     assert record_status(cluster, namespace, "2.0.0") == "deployed"
 
 
+def test_retention_decides_from_the_listing_taken_under_the_lock(cluster, namespace, tmp_path):
+    """Under its lock a deploy lists this key's history once, while it writes its record; keep_releases trims from
+    that listing plus the records it wrote itself (no LIST after the applies) and deletes exactly the oldest."""
+    from tests.integration.deploy_helpers import Recording
+    for v in ("1", "2", "3"):
+        deploy(cluster, tmp_path, release(v), namespace, version=v + ".0.0", keep_releases=2, wait=False)
+    kube = Recording(cluster.kube)
+    result = deploy(cluster, tmp_path, [configmap("b", v="4")], namespace, version="4.0.0", keep_releases=2,
+                    wait=False, kube=kube)
+    assert result.status == "deployed" and result.history["deleted"] == [hc.record_name(KEY, "2.0.0")]
+    listed = [i for i, (m, p, q) in enumerate(kube.calls) if m == "GET" and p.endswith("/configmaps")
+              and hc.LABEL_HISTORY in q.get("labelSelector", "")]
+    first_patch = min(i for i, (m, _p, _q) in enumerate(kube.calls) if m == "PATCH")
+    assert listed and max(listed) < first_patch, kube.calls  # no LIST of the history after the applies
+    records = {name for name in history_configmaps(cluster, namespace) if name != hc.locator_name(KEY)}
+    assert records == {hc.record_name(KEY, "3.0.0"), hc.record_name(KEY, "4.0.0")}
+    assert (record_status(cluster, namespace, "3.0.0"), record_status(cluster, namespace, "4.0.0")) == (
+        "superseded", "deployed")
+
+
 def test_concurrent_deploys_of_one_release_key_exactly_one_wins(cluster, namespace, tmp_path):
     # Each release has a Deployment, so the winner holds the lock for its whole rollout (seconds), long after
     # the other has asked for it.

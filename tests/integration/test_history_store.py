@@ -435,6 +435,29 @@ def test_cleanup_keeps_the_newest_and_the_protected_records_of_this_key_only(clu
         history.cleanup(1)
 
 
+def test_cleanup_under_the_lock_counts_records_written_after_its_listing(cluster, namespace):
+    """Holding the lock, cleanup works from the listing migration_pending took, plus the records the locator names
+    that this store wrote or read since (here one written by another client meanwhile); released, it lists again."""
+    history = store(cluster, namespace, holder="d")
+    history.acquire()
+    history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("x", namespace)], {"created": T0})
+    history.migration_pending()  # the listing under the lock: 1.0.0 only
+    meanwhile = store(cluster, namespace, holder="d")  # another client of the same holder
+    meanwhile.save_record(Release(SHOP, "1.0.1", "d"), [configmap("x", namespace)],
+                          {"created": T0 + datetime.timedelta(minutes=1)})
+    history.save_record(Release(SHOP, "1.0.2", "d"), [configmap("x", namespace)],
+                        {"created": T0 + datetime.timedelta(minutes=2)})
+    history.promote(Release(SHOP, "1.0.2", "d"), "1.0.1")  # reads 1.0.1 to mark it superseded
+
+    assert history.cleanup(2) == [hc.record_name(SHOP, "1.0.0")]
+    assert [r["version"] for r in history.records()] == ["1.0.2", "1.0.1"]
+    history.release_lock()
+    # without the lock nothing is taken from the earlier listing: a record written since counts (an old one here)
+    meanwhile.save_record(Release(SHOP, "0.9.0", "d"), [configmap("x", namespace)],
+                          {"created": T0 - datetime.timedelta(minutes=1)})
+    assert history.cleanup(2) == [hc.record_name(SHOP, "0.9.0")]
+
+
 def test_oversize_record_is_refused_before_anything_is_written(cluster, namespace):
     history = store(cluster, namespace)
     history.acquire()
