@@ -119,6 +119,7 @@ class Cluster:
         else:
             self.token = token
         self._ctx = ssl.create_default_context(cafile=self.ca_file)
+        self.pids = {}  # control-plane component -> pid (load_clusters, from state.json)
 
     def request(self, method, path, body=None, timeout=30):
         data = json.dumps(body).encode() if body is not None else None
@@ -202,9 +203,18 @@ class Cluster:
 
 
 def load_clusters(inventory):
+    """The inventory's clusters, with the pids of their control-plane processes when hack/clusters.py's state.json
+    lies beside it (for the CPU each cell costs them)."""
     with open(inventory, encoding="utf-8") as handle:
         inv = yaml.safe_load(handle)
-    return [Cluster(name, hv) for name, hv in inv["all"]["hosts"].items()]
+    clusters = [Cluster(name, hv) for name, hv in inv["all"]["hosts"].items()]
+    state = os.path.join(os.path.dirname(os.path.abspath(inventory)), "state.json")
+    if os.path.exists(state):
+        with open(state, encoding="utf-8") as handle:
+            pids = {c["name"]: c.get("pids") or {} for c in json.load(handle).get("clusters", [])}
+        for cluster in clusters:
+            cluster.pids = dict(pids.get(cluster.name, {}))
+    return clusters
 
 
 def ensure_clusters(inventory, python):
@@ -332,7 +342,8 @@ GNU_TIME = "/usr/bin/time"  # Debian package "time" (.ci/run installs it)
 
 def _run_one(argv, env, cap):
     """Run argv in its own process group; stop the group when it runs longer than cap seconds.
-    Returns (exit code, output, peak resident memory in MiB of the command's largest process, or None).
+    Returns (exit code, output, peak resident memory in MiB of the command's largest process, or None, CPU seconds
+    (user + system) of the command and the processes it waited for, or None).
 
     The peak comes from GNU time (``-f %M``: the wait4 resource usage of the command, which covers the processes it
     waited for, e.g. ansible-playbook's workers). GNU time is a small process; the command must not be a direct
@@ -342,7 +353,7 @@ def _run_one(argv, env, cap):
     if os.access(GNU_TIME, os.X_OK):
         handle, report = tempfile.mkstemp(prefix="bench-peak-")
         os.close(handle)
-        argv = [GNU_TIME, "-q", "-f", "%M", "-o", report] + list(argv)
+        argv = [GNU_TIME, "-q", "-f", "%M %U %S", "-o", report] + list(argv)
     try:
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
@@ -355,28 +366,47 @@ def _run_one(argv, env, cap):
                 pass
             proc.communicate()
             raise Capped("%s: stopped after %d s (the per-command cap)" % (" ".join(argv[:6]), cap)) from None
-        return proc.returncode, out, _peak_mib(report)
+        return (proc.returncode, out) + _usage(report)
     finally:
         if report:
             os.unlink(report)
 
 
-def _peak_mib(report):
-    """MiB from GNU time's report (its last line: the peak in KiB); None when there is none."""
+def _usage(report):
+    """(peak MiB, CPU seconds) from GNU time's report (its last line: peak KiB, user and system seconds); Nones
+    when there is none."""
     if not report:
-        return None
+        return None, None
     with open(report, encoding="utf-8") as handle:
         lines = [line.strip() for line in handle if line.strip()]
-    return int(lines[-1]) / 1024.0 if lines and lines[-1].isdigit() else None
+    fields = lines[-1].split() if lines else []
+    try:
+        return int(fields[0]) / 1024.0, float(fields[1]) + float(fields[2])
+    except (IndexError, ValueError):
+        return None, None
+
+
+def process_cpu(pids):
+    """CPU seconds (user + system) used so far by the live processes among ``pids`` (from /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / float(os.sysconf("SC_CLK_TCK"))
 
 
 def run_steps(steps, workdir, cap=CMD_TIMEOUT):
     """Run steps one after the other; returns (seconds, seconds of the timed task or None, peak memory MiB of
-    the largest process of any step).
+    the largest process of any step, CPU seconds of all steps or None).
     Raises Capped when the steps together run longer than cap seconds, Failed when one fails."""
     total = 0.0
     task_seconds = None
     peak = 0.0
+    cpu = 0.0
     for step in steps:
         env = dict(os.environ)
         env.update(step.env)
@@ -386,9 +416,10 @@ def run_steps(steps, workdir, cap=CMD_TIMEOUT):
             env.update({"BENCH_TIMER_FILE": timer, "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
                         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins")})
         start = time.monotonic()
-        returncode, out, rss = _run_one(step.argv, env, max(1.0, cap - total))
+        returncode, out, rss, used = _run_one(step.argv, env, max(1.0, cap - total))
         total += time.monotonic() - start
         peak = max(peak, rss or 0.0)
+        cpu = None if used is None or cpu is None else cpu + used
         if returncode != 0:
             raise Failed("%s -> rc=%d\n%s" % (" ".join(step.argv[:6]), returncode, out[-3000:]))
         if timer and os.path.exists(timer):
@@ -398,7 +429,7 @@ def run_steps(steps, workdir, cap=CMD_TIMEOUT):
             if found:
                 task_seconds = (task_seconds or 0.0) + max(found)
             os.unlink(timer)
-    return total, task_seconds, peak
+    return total, task_seconds, peak, cpu
 
 
 def sha256(path):
@@ -595,14 +626,19 @@ class Bench:
         self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False, skipped=reason,
                     capped=bound)
 
-    def timed(self, section, tool, size, scenario, run, steps):
-        """Run and record one cell; returns "ok", "failed" or "capped"."""
+    def timed(self, section, tool, size, scenario, run, steps, clusters=()):
+        """Run and record one cell; returns "ok", "failed" or "capped". Besides the wall time it records the CPU
+        seconds the cell used: the command's (with its workers), the control planes of ``clusters`` (their
+        processes, from hack/clusters.py's state.json) and this process's (the remote section's delay proxies run
+        in it), so a cell bound by the machine's cores shows it."""
         if self.past_deadline():
             self.skip(section, tool, size, scenario, run, "deadline")
             return "failed"
         cap = self.cap_of(size)
+        pids = [pid for c in clusters for pid in c.pids.values()]
+        planes, own = process_cpu(pids), sum(os.times()[:2])
         try:
-            seconds, task_seconds, peak = run_steps(steps, self.work, cap)
+            seconds, task_seconds, peak, cpu = run_steps(steps, self.work, cap)
         except Capped as err:
             log("%s %s %d %s run %d CAPPED: %s" % (section, tool, size, scenario, run, err))
             self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=False, capped=cap,
@@ -616,9 +652,12 @@ class Bench:
         log("%s %-14s %5d %-13s run %d: %6.2f s%s%s" % (
             section, tool, size, scenario, run, seconds,
             "" if task_seconds is None else " (task %.2f s)" % task_seconds, ", peak %.0f MiB" % peak if peak else ""))
+        planes, own = process_cpu(pids) - planes, sum(os.times()[:2]) - own
         self.record(section=section, tool=tool, size=size, scenario=scenario, run=run, ok=True,
                     seconds=round(seconds, 3), task_seconds=None if task_seconds is None else round(task_seconds, 3),
-                    peak_rss_mib=round(peak, 1) if peak else None)
+                    peak_rss_mib=round(peak, 1) if peak else None,
+                    cpu_seconds={"command": None if cpu is None else round(cpu, 2),
+                                 "clusters": round(planes, 2) if pids else None, "bench": round(own, 2)})
         return "ok"
 
     def skip_reason(self, tool, size, scenario):
@@ -643,7 +682,7 @@ class Bench:
         if waited > 1:
             log("%s %s %d %s run %d: cluster settled in %.1f s (not measured)" % (section, label, size, scenario, run,
                                                                                   waited))
-        result = self.timed(section, label, size, scenario, run, self.steps(tool, scenario, ctx))
+        result = self.timed(section, label, size, scenario, run, self.steps(tool, scenario, ctx), ctx["clusters"])
         if result == "capped":
             self.capped[((section, label), size, scenario)] = size
         return result

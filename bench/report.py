@@ -16,6 +16,7 @@ import argparse
 import collections
 import json
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -221,7 +222,7 @@ def floor_section(med, tools):
     return lines
 
 
-def remote_section(meta, med, cap=None):
+def remote_section(meta, med, cap=None, cpu=None):
     size = meta.get("remote_size")
     if not size:
         return []
@@ -258,7 +259,7 @@ def remote_section(meta, med, cap=None):
     lines.append("- manent role / kubectl, one cluster: install %s, nothing changed %s." % (
         rratio("manent-role x1", "kubectl x1", "install"), rratio("manent-role x1", "kubectl x1", "noop")))
     lines.append("")
-    return lines
+    return lines + cpu_lines(meta, med, cpu or {}, size)
 
 
 def chart_section(med, sizes):
@@ -290,6 +291,55 @@ def chart_section(med, sizes):
             "role deploying the same objects as plain manifests (manent-role).", "",
             "| objects | scenario | manent, chart | helm 3 | helm 4 | manent / helm 3 | manent / helm 4 "
             "| rendering the chart |", "|---|---|---|---|---|---|---|---|"] + lines + [""]
+
+
+def cpu_of(results, section="remote"):
+    """{(tool, size, scenario): (median CPU seconds of the command, of the clusters' control planes, of the bench
+    process (the delay proxies), of their sum)} over the ``section``'s runs that recorded all three."""
+    groups = collections.defaultdict(list)
+    for r in results:
+        cpu = r.get("cpu_seconds") or {}
+        if r.get("section") == section and r.get("ok") and None not in (
+                cpu.get("command"), cpu.get("clusters"), cpu.get("bench")):
+            parts = (cpu["command"], cpu["clusters"], cpu["bench"])
+            groups[(r["tool"], r["size"], r["scenario"])].append(parts + (sum(parts),))
+    return {key: tuple(statistics.median(run[i] for run in runs) for i in range(4)) for key, runs in groups.items()}
+
+
+def cpu_lines(meta, med, cpu, size):
+    """The remote section's CPU table: what each case cost the machine, and the least wall time that CPU allows
+    on this machine's cores (a case needing more CPU than the cores give in its wall time is bound by them)."""
+    cores = (meta.get("machine") or {}).get("cores") or 0
+    cases = sorted({k[0] for k in cpu if k[1] == size})
+    if not cases or not cores:
+        return []
+    lines = ["CPU used by each case (medians, seconds of user + system time): the command with its workers, the "
+             "control planes of its clusters (kube-apiserver, etcd, controller manager, scheduler, kwok: whatever they "
+             "did during the command, including the controllers' work on the objects it created) and the bench "
+             "process, where the delay proxies run. *CPU floor*: that total divided by the machine's %d cores, the "
+             "least wall time the case can take here however its requests are sent." % cores, "",
+             "| case | scenario | wall | command | control planes | proxies | total | CPU floor |",
+             "|---|---|---|---|---|---|---|---|"]
+    for case in cases:
+        for scenario in ("install", "noop"):
+            got, wall = cpu.get((case, size, scenario)), med.get(("remote", case, size, scenario))
+            if not got:
+                continue
+            lines.append("| %s | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.2f s |" % (
+                case, SCENARIO_TITLES[scenario], fmt(wall[0], wall[3]) if wall else "n/a", got[0], got[1], got[2],
+                got[3], got[3] / cores))
+    one = cpu.get(("manent-role x1", size, "install"))
+    for case in cases:
+        many = cpu.get((case, size, "install"))
+        wall = med.get(("remote", "manent-role x1", size, "install"))
+        if case.startswith("manent-role x") and case != "manent-role x1" and many and one and wall:
+            lines.append("")
+            lines.append("- %s, first install: its CPU floor is %.2f s, %.2f× one cluster's wall time (%s): a ratio "
+                         "to one cluster below that cannot be measured on %d cores%s." % (
+                             case, many[3] / cores, many[3] / cores / wall[0], fmt(wall[0]), cores,
+                             " (the ≤ 1.3× target is out of this machine's reach)"
+                             if many[3] / cores / wall[0] > 1.3 else ""))
+    return lines + [""]
 
 
 def peaks_of(results):
@@ -543,7 +593,7 @@ def write(meta, results, md_path, png_path):
             lines += ["time(3,000) / time(300): " + "; ".join(scaling) + ".", ""]
     lines += floor_section(med, tools)
     lines += chart_section(med, sizes)
-    lines += remote_section(meta, med, cap)
+    lines += remote_section(meta, med, cap, cpu_of(results))
     peaks = peaks_of(results)
     lines += memory_section(peaks, tools)
     lines += targets_section(meta, med, peaks)

@@ -21,7 +21,7 @@ from collections import namedtuple
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
-from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently, together
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
 
 Resource = namedtuple("Resource", "group version kind plural namespaced verbs")
@@ -29,6 +29,7 @@ Resource = namedtuple("Resource", "group version kind plural namespaced verbs")
 AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                      "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
 CACHE_TTL = 600
+LEGACY_CONCURRENCY = 16  # group-version documents read at once from a server without aggregated discovery
 
 
 class Discovery:
@@ -65,9 +66,8 @@ class Discovery:
                     return
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        resources = self._fetch()
+        resources, self._version = self._fetch()
         self._index(resources)
-        self._version = self.kube.version()  # read once per client (most callers asked for it already)
         if path:
             os.makedirs(self.cache_dir, exist_ok=True)
             tmp = path + ".%d.%d.tmp" % (os.getpid(), threading.get_ident())
@@ -84,30 +84,46 @@ class Discovery:
         self._by_gvk = by_gvk  # whole, for the threads that do not take the lock
 
     def _fetch(self):
+        """(resources, server version): /api, /apis and /version asked at once (one round trip); legacy
+        discovery then reads every group version at once too. A failure of the discovery documents comes first."""
         def get(path):
             return self.kube.request("GET", path, accept=AGGREGATED_ACCEPT, subject="discovery").data
 
-        try:  # both documents at once: one round trip
-            core, groups = concurrently(get, ["/api", "/apis"], 2)
+        def version():
+            try:
+                return self.kube.version(), None
+            except ApiError as exc:  # raised after the discovery documents' own errors
+                return None, exc
+
+        try:
+            core, groups, (server, failed) = together(lambda: get("/api"), lambda: get("/apis"), version)
         except ApiError as exc:
             raise DiscoveryError("discovery failed: %s" % exc, subject=self.kube.url)
+        if failed is not None:
+            raise failed
         if isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList":
             self.source = "aggregated"
-            return _from_aggregated(core) + _from_aggregated(groups)
+            return _from_aggregated(core) + _from_aggregated(groups), server
         self.source = "legacy"
-        return self._fetch_legacy(groups)
+        return self._fetch_legacy(groups), server
 
     def _fetch_legacy(self, groups):
-        out = []
+        """Servers without aggregated discovery: one document per group version, all read at once."""
         paths = ["/api/v1"]
         for g in (groups or {}).get("groups", []):
             for v in g.get("versions", []):
                 paths.append("/apis/" + v["groupVersion"])
-        for path in paths:
+
+        def read(path):
             try:
-                doc = self.kube.get_json(path, subject="discovery")
+                return self.kube.get_json(path, subject="discovery")
             except ApiError:
-                continue  # an unavailable aggregated API must not break the deploy
+                return None  # an unavailable aggregated API must not break the deploy
+
+        out = []
+        for doc in concurrently(read, paths, LEGACY_CONCURRENCY):
+            if doc is None:
+                continue
             group, version = split_api_version(doc.get("groupVersion", "v1"))
             for r in doc.get("resources", []):
                 if "/" in r.get("name", ""):

@@ -26,13 +26,24 @@ def test_peak_memory_is_that_of_the_largest_process_the_command_waited_for():
         pytest.fail("%s (Debian package time) is missing: .ci/run installs it" % bench.GNU_TIME)
     # the command itself stays small; a child it waits for holds 150 MiB
     code = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'x = bytearray(150 << 20); print(len(x))'])"
-    returncode, out, peak = bench._run_one([sys.executable, "-c", code], None, 60)
+    returncode, out, peak, _cpu = bench._run_one([sys.executable, "-c", code], None, 60)
     assert (returncode, out.strip()) == (0, str(150 << 20))
     assert peak >= 150
     # this test process is large (it holds 200 MiB now): a small command must not be charged with it
     ballast = bytearray(200 << 20)
-    returncode, _out, small = bench._run_one([sys.executable, "-c", "raise SystemExit(3)"], None, 60)
+    returncode, _out, small, _cpu = bench._run_one([sys.executable, "-c", "raise SystemExit(3)"], None, 60)
     assert len(ballast) and returncode == 3 and small < 60
+
+
+def test_cpu_seconds_count_the_processes_the_command_waited_for():
+    if not os.access(bench.GNU_TIME, os.X_OK):
+        pytest.fail("%s (Debian package time) is missing: .ci/run installs it" % bench.GNU_TIME)
+    # a child busy for 0.5 s of CPU while the command itself only waits for it
+    spin = "import time; end = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    code = "import subprocess, sys; subprocess.run([sys.executable, '-c', %r])" % spin
+    returncode, _out, _peak, cpu = bench._run_one([sys.executable, "-c", code], None, 60)
+    assert returncode == 0 and cpu >= 0.45
+    assert bench.process_cpu([os.getpid()]) > 0 and bench.process_cpu([2 ** 22 + 7]) == 0  # no such pid: nothing
 
 
 def test_a_command_over_its_cap_is_stopped_with_its_process_group():
@@ -81,6 +92,31 @@ def test_a_capped_peer_gives_no_ratio():
     med, _failures = report.medians(results)
     rows = _rows(report.targets_section({}, med, {}))
     assert rows["role, 300 objects, first install / kubernetes.core's"][0] == "not measured"
+
+
+def test_remote_cpu_table_gives_each_case_its_cpu_floor_on_the_machines_cores():
+    def cell(case, scenario, seconds, command, clusters, proxies, run=1):
+        return _result(case, 300, scenario, seconds, run=run, section="remote",
+                       cpu_seconds={"command": command, "clusters": clusters, "bench": proxies})
+    results = [cell("manent-role x1", "install", 4.0, 2.0, 3.0, 0.2),
+               cell("manent-role x1", "install", 6.0, 2.0, 5.0, 0.2, run=2),
+               cell("manent-role x3", "install", 7.0, 5.0, 9.0, 0.4),
+               cell("manent-role x1", "noop", 2.0, 1.0, 0.5, 0.1),
+               _result("kubectl x1", 300, "install", 19.0, section="remote"),  # recorded before CPU was: no row
+               cell("manent-role x3", "noop", 3.0, 1.0, None, 0.1)]  # without the control planes' pids: no row
+    med, _failures = report.medians(results)
+    meta = {"remote_size": 300, "delay_ms": 50, "runs": 2, "machine": {"cores": 2}}
+    lines = report.remote_section(meta, med, None, report.cpu_of(results))
+    rows = [line for line in lines if line.split(" | ")[1:2] in (["first install"], ["nothing changed"])
+            and not line.startswith("| case ")]
+    assert rows == ["| manent-role x1 | first install | 5.00 s | 2.0 s | 4.0 s | 0.2 s | 6.2 s | 3.10 s |",
+                    "| manent-role x1 | nothing changed | 2.00 s | 1.0 s | 0.5 s | 0.1 s | 1.6 s | 0.80 s |",
+                    "| manent-role x3 | first install | 7.00 s | 5.0 s | 9.0 s | 0.4 s | 14.4 s | 7.20 s |"]
+    floor = [line for line in lines if line.startswith("- manent-role x3, first install")]
+    assert floor == ["- manent-role x3, first install: its CPU floor is 7.20 s, 1.44× one cluster's wall time (5.00 s): a "
+                     "ratio to one cluster below that cannot be measured on 2 cores (the ≤ 1.3× target is out of this "
+                     "machine's reach)."]
+    assert report.cpu_lines(dict(meta, machine={}), med, report.cpu_of(results), 300) == []
 
 
 def test_memory_table_shows_the_largest_run_per_size_and_scenario():

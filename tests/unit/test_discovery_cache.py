@@ -27,13 +27,15 @@ class _Response:
 
 
 class _Kube:
-    """Answers discovery; ``gate``: both documents must be asked before either is answered."""
+    """Answers discovery; ``gate``: both documents and the version must be asked before any is answered;
+    ``docs``: other answers by path (legacy discovery)."""
 
     url = "https://api.example:6443"
 
-    def __init__(self, version=("1", "34", "v1.34.4"), fail=None, gate=False):
-        self.calls, self.fail, self._version = [], fail, version
-        self._barrier = threading.Barrier(2, timeout=5) if gate else None
+    def __init__(self, version=("1", "34", "v1.34.4"), fail=None, gate=False, version_fails=None, docs=None):
+        self.calls, self.fail, self._version, self.version_fails = [], fail, version, version_fails
+        self.docs = dict({"/api": CORE, "/apis": GROUPS}, **(docs or {}))
+        self._barrier = threading.Barrier(gate, timeout=5) if gate else None
 
     def request(self, method, path, **_kw):
         self.calls.append((method, path))
@@ -41,17 +43,22 @@ class _Kube:
             raise ApiError(self.fail, status=503)
         if self._barrier is not None:
             self._barrier.wait()
-        return _Response({"/api": CORE, "/apis": GROUPS}[path])
+        return _Response(self.docs[path])
+
+    def get_json(self, path, **kw):
+        return self.request("GET", path, **kw).data
 
     def version(self):
         self.calls.append(("GET", "/version"))
-        if self.fail:
-            raise ApiError(self.fail, status=503)
+        if self._barrier is not None:
+            self._barrier.wait()
+        if self.fail or self.version_fails:
+            raise ApiError(self.fail or self.version_fails, status=401)
         return int(self._version[0]), int(self._version[1]), self._version[2]
 
 
-def test_both_documents_are_asked_at_once_and_cached_with_the_version(tmp_path):
-    kube = _Kube(gate=True)  # a sequential fetch would wait for the second request forever (barrier timeout)
+def test_both_documents_and_the_version_are_asked_at_once_and_cached_together(tmp_path):
+    kube = _Kube(gate=3)  # a sequential fetch would wait for the other requests forever (barrier timeout)
     first = disc.Discovery(kube, cache_dir=str(tmp_path))
     assert first.served("apps/v1", "Deployment")
     assert first.version() == (1, 34, "v1.34.4")
@@ -108,3 +115,47 @@ def test_threads_that_need_the_kinds_at_once_read_them_once(tmp_path):
         thread.join(10)
     assert answers == [True] * 4
     assert sorted(kube.calls) == [("GET", "/api"), ("GET", "/apis"), ("GET", "/version")]
+
+
+def test_a_version_that_cannot_be_read_is_its_own_error_and_discovery_errors_come_first(tmp_path):
+    with pytest.raises(ApiError, match="Unauthorized") as caught:
+        disc.Discovery(_Kube(version_fails="Unauthorized"), cache_dir=str(tmp_path)).resources()
+    assert not isinstance(caught.value, DiscoveryError)
+    with pytest.raises(DiscoveryError, match="discovery failed: down"):  # both fail: the documents' error
+        disc.Discovery(_Kube(fail="down"), cache_dir=str(tmp_path)).resources()
+
+
+def test_legacy_discovery_reads_every_group_version_at_once(tmp_path):
+    """A server without aggregated discovery: /api/v1 and each group version are asked together (over a distant
+    link, one round trip instead of one per group); an unavailable group is left out, the others kept in order."""
+    groups = {"kind": "APIGroupList", "groups": [
+        {"name": "apps", "versions": [{"groupVersion": "apps/v1"}]},
+        {"name": "metrics.k8s.io", "versions": [{"groupVersion": "metrics.k8s.io/v1beta1"}]},
+        {"name": "batch", "versions": [{"groupVersion": "batch/v1"}]}]}
+    docs = {"/apis": groups, "/api": {"kind": "APIVersions"},
+            "/api/v1": {"groupVersion": "v1", "resources": [
+                {"name": "configmaps", "kind": "ConfigMap", "namespaced": True, "verbs": ["get"]},
+                {"name": "configmaps/status", "kind": "ConfigMap", "namespaced": True, "verbs": ["get"]}]},
+            "/apis/apps/v1": {"groupVersion": "apps/v1", "resources": [
+                {"name": "deployments", "kind": "Deployment", "namespaced": True, "verbs": ["get"]}]},
+            "/apis/batch/v1": {"groupVersion": "batch/v1", "resources": [
+                {"name": "jobs", "kind": "Job", "namespaced": True, "verbs": ["get"]}]}}
+
+    class Legacy(_Kube):
+        def __init__(self):
+            super().__init__(docs=docs)
+            self.together = threading.Barrier(4, timeout=5)  # the four group-version documents
+
+        def request(self, method, path, **kw):
+            if path not in ("/api", "/apis"):
+                self.together.wait()
+                if path == "/apis/metrics.k8s.io/v1beta1":
+                    self.calls.append((method, path))
+                    raise ApiError("service unavailable", status=503)
+            return super().request(method, path, **kw)
+
+    kube = Legacy()
+    found = disc.Discovery(kube, cache_dir=str(tmp_path))
+    kinds = [(r.group, r.kind) for r in found.resources().values()]
+    assert kinds == [("", "ConfigMap"), ("apps", "Deployment"), ("batch", "Job")]
+    assert found.source == "legacy" and found.version() == (1, 34, "v1.34.4")
