@@ -18,6 +18,7 @@ The client also holds what the history's parts share: the release key, the clock
 from __future__ import annotations
 
 import datetime
+import threading
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
@@ -42,11 +43,25 @@ class HistoryClient:
         self.locator_name = codec.locator_name(release_key)
         self._seen = {}  # name -> the last ConfigMap read or written (see the module docstring)
         self._absent = set()  # names of ConfigMaps whose last read found none (and none written since)
+        # A listing may be sent while this client writes (a deploy lists the records while it writes its own): the
+        # copy a write returned after the listing was sent is never replaced by the listed one (older or the same).
+        self._writes = 0  # writes answered so far
+        self._written = {}  # name -> the number of its last answered write
+        self._lock = threading.Lock()
 
-    def _remember(self, cm, resource="configmaps"):
+    def _remember(self, cm, resource="configmaps", written=False, listed_after=None):
+        """Remember ``cm`` as the last version of its name; ``written``: the answer to this client's write;
+        ``listed_after``: from a listing sent when that many writes had been answered."""
         if resource == "configmaps" and isinstance(cm, dict) and (cm.get("metadata") or {}).get("name"):
-            self._seen[cm["metadata"]["name"]] = cm
-            self._absent.discard(cm["metadata"]["name"])
+            name = cm["metadata"]["name"]
+            with self._lock:
+                if listed_after is not None and self._written.get(name, 0) > listed_after:
+                    return cm
+                if written:
+                    self._writes += 1
+                    self._written[name] = self._writes
+                self._seen[name] = cm
+                self._absent.discard(name)
         return cm
 
     def remembered(self, name):
@@ -115,13 +130,14 @@ class HistoryClient:
         """
         return self._remember(self.call("POST", self.path(resource=resource),
                                         self.subject(body["metadata"]["name"], kind), action,
-                                        passthrough=(ConflictError,), body=body, repeatable=True), resource)
+                                        passthrough=(ConflictError,), body=body, repeatable=True), resource,
+                              written=True)
 
     def put(self, body, action, resource="configmaps", kind="ConfigMap", passthrough=(ConflictError,)):
         """PUT ``body`` (conditioned on its resourceVersion); ConflictError passes through."""
         name = body["metadata"]["name"]
         return self._remember(self.call("PUT", self.path(name, resource), self.subject(name, kind), action,
-                                        passthrough=passthrough, body=body), resource)
+                                        passthrough=passthrough, body=body), resource, written=True)
 
     def update(self, name, change, action, missing_hint=None, missing_ok=False):
         """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
@@ -186,6 +202,7 @@ class HistoryClient:
     def histories(self, *roles):
         """One list per role in ``roles`` of this key's history ConfigMaps, from one LIST request."""
         selector = codec.history_selector(self.key, roles[0] if len(roles) == 1 else None)
+        sent_after = self._writes
         items = self.call("GET", self.path(), self.subject(self.locator_name + "-*"),
                           "list the release history", query={"labelSelector": selector}).get("items") or []
         prefix = self.locator_name + "-"
@@ -193,6 +210,6 @@ class HistoryClient:
         for cm in mine:
             cm.setdefault("apiVersion", "v1")
             cm.setdefault("kind", "ConfigMap")
-            self._remember(cm)
+            self._remember(cm, listed_after=sent_after)
         return [[cm for cm in mine if ((cm.get("metadata") or {}).get("labels") or {}).get(codec.LABEL_HISTORY) == role]
                 for role in roles]
