@@ -272,3 +272,22 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     assert second["objects"] == first["objects"] == 2 and second["cluster_version"] == first["cluster_version"]
     with open(first["bundle"]) as f:
         assert [o["kind"] for o in json.load(f)["objects"]] == ["ConfigMap", "Deployment"]
+
+
+def test_legacy_discovery_reads_the_same_kinds_as_aggregated(cluster, monkeypatch):
+    """Servers without aggregated discovery (older clusters) are read through one document per group version, all
+    at once. This server, asked for plain JSON, answers that way: the kinds found must be those of aggregated
+    discovery (built-in groups compared: other tests add and remove CRDs meanwhile)."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils import discovery as disc
+
+    def builtin(found):
+        return {(r.group, r.version, r.kind, r.plural, r.namespaced) for r in found.resources().values()
+                if r.group == "" or "." not in r.group or r.group.endswith(".k8s.io")}
+
+    aggregated = Discovery(cluster.kube)
+    expected = builtin(aggregated)
+    monkeypatch.setattr(disc, "AGGREGATED_ACCEPT", "application/json")
+    legacy = Discovery(cluster.kube)
+    assert builtin(legacy) == expected
+    assert (aggregated.source, legacy.source) == ("aggregated", "legacy")
+    assert legacy.find("apps/v1", "Deployment").plural == "deployments" and legacy.version() == aggregated.version()
