@@ -168,14 +168,9 @@ class Locator:
                 return self._put_lock(remembered, ttl, break_lock, action)
             except (_Stale, LockedError, HistoryError):
                 pass  # nothing is decided on a remembered version: read it now
-        elif self.client.seen_absent(self.client.locator_name):
-            # this deploy found no locator (a first deploy): create it locked without reading again; creating is
-            # atomic, and a 409 (another deploy created it since) is handled as a race below
-            created = self._create_locked(ttl, action)
-            if created is not None:
-                return self._decoded(created)
-            return self._acquire(ttl, break_lock, action, raced=True)
-        return self._acquire(ttl, break_lock, action)
+        # a locator this deploy read absent (a first deploy) is created locked without reading it again: creating
+        # is atomic, and a 409 (another deploy created it since) is handled as a race
+        return self._acquire(ttl, break_lock, action, read=not self.client.seen_absent(self.client.locator_name))
 
     def _put_lock(self, cm, ttl, break_lock, action):
         """One attempt from the remembered locator ``cm``; _Stale when the server refused it (409, 404)."""
@@ -188,11 +183,12 @@ class Locator:
             self.client.notes.append(note)
         return self._decoded(written)
 
-    def _acquire(self, ttl, break_lock, action, raced=False):
-        """``raced``: this deploy's create of the locator was just refused (409)."""
-        cm = None if raced else self.client.get(self.client.locator_name, action)
+    def _acquire(self, ttl, break_lock, action, read=True):
+        """``read``: read the locator first (False: this deploy read it absent, so it is created at once)."""
+        raced = False
+        cm = self.client.get(self.client.locator_name, action) if read else None
         if cm is None:
-            created = None if raced else self._create_locked(ttl, action)
+            created = self._create_locked(ttl, action)
             if created is not None:
                 return self._decoded(created)
             raced = True  # created at the same moment by another deploy: lock it the usual way
