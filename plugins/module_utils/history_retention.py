@@ -28,15 +28,8 @@ class Retention:
         data = self.locator.known() or {}  # as this deploy last wrote it, under its lock
         protect = {name for name in (data.get("record"), data.get("replacedRecord"), data.get("candidateRecord"))
                    if name}
-        backups = None
-        if listed is not None:
-            records, backups = listed
-            cms = {cm["metadata"]["name"]: self.client.remembered(cm["metadata"]["name"]) or cm for cm in records}
-            for name in protect - set(cms):
-                cms[name] = self.client.remembered(name)
-            if any(cm is None for cm in cms.values()):  # a record named by the locator that this client never saw
-                cms, backups = None, None
-        if listed is None or cms is None:
+        cms, backups = self._from_listing(listed, protect) if listed is not None else (None, None)
+        if cms is None:
             cms = {cm["metadata"]["name"]: cm for cm in self.client.history()}
         doomed = codec.records_to_delete([codec.record_meta(cm) for cm in cms.values()], keep, protect)
         deleted = []
@@ -47,6 +40,17 @@ class Retention:
         if deleted:
             self._delete_backups(cms, deleted, backups)
         return deleted
+
+    def _from_listing(self, listed, protect):
+        """(records by name, backups) from ``listed`` plus the ``protect``ed records, each as this client last wrote
+        or read it; (None, None) when the locator names a record this client never saw (then list again)."""
+        records, backups = listed
+        cms = {cm["metadata"]["name"]: self.client.remembered(cm["metadata"]["name"]) or cm for cm in records}
+        for name in protect - set(cms):
+            cms[name] = self.client.remembered(name)
+        if any(cm is None for cm in cms.values()):
+            return None, None
+        return cms, backups
 
     def _delete_backups(self, cms, deleted, backups=None):
         """Delete the backups of the ``deleted`` records (``cms``: the records as read, by name; ``backups``: as
