@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, ConflictError, InputError, NotFoundError)
+from ansible_collections.manent.kubernetes.plugins.module_utils.live import CONCURRENCY
 
 
 def _defer_package_init(name):
@@ -107,7 +108,7 @@ class ConnectionOptions:
     insecure_skip_tls_verify: bool = False
     timeout: float = 30.0
     retries: int = 5
-    pool_size: int = 16
+    pool_size: int = CONCURRENCY  # a connection for each request a deploy sends at once
     retry_time: float = 60.0
 
     @property

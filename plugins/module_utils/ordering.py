@@ -5,9 +5,16 @@
 
 Tiers are applied one after another; objects inside a tier are independent and may be applied
 concurrently. Namespaces come first (they are applied before the release is saved in history),
-then CRDs (which must be Established before their custom resources), cluster policy and RBAC,
-configuration, services, workloads, and finally everything else (custom resources, routes,
-webhook configurations last so they never block the objects they would admit).
+then CRDs (which must be Established before their custom resources), cluster policy, then service
+accounts and RBAC (a service account token Secret needs its ServiceAccount), configuration and
+Services together, workloads, and finally everything else (custom resources, routes, webhook
+configurations last so they never block the objects they would admit).
+
+A tier is a barrier: the next starts when the slowest object of this one is done, so kinds share a tier
+unless one needs another. Configuration (ConfigMaps, Secrets, volumes) and Services need nothing of each
+other, and both only need to exist before the workloads that read them (a pod's environment lists the
+Services that existed when it was created, and mounts its ConfigMaps and Secrets). Apart, they cost a first
+install one more barrier: a round trip and the tail of the slower tier (measured in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -25,14 +32,14 @@ _TIERS = (
          "PodSecurityPolicy", "IngressClass", "ValidatingAdmissionPolicy",
          "ValidatingAdmissionPolicyBinding")),
     (3, ("ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")),
-    (4, ("ConfigMap", "Secret", "PersistentVolume", "PersistentVolumeClaim")),
-    (5, ("Service", "Endpoints", "EndpointSlice", "NetworkPolicy")),
-    (6, ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController",
+    (4, ("ConfigMap", "Secret", "PersistentVolume", "PersistentVolumeClaim",
+         "Service", "Endpoints", "EndpointSlice", "NetworkPolicy")),
+    (5, ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController",
          "Pod", "Job", "CronJob", "HorizontalPodAutoscaler", "PodDisruptionBudget")),
-    (7, ("Ingress", "APIService")),
+    (6, ("Ingress", "APIService")),
 )
-TIER_OTHER = 8
-TIER_WEBHOOKS = 9
+TIER_OTHER = 7
+TIER_WEBHOOKS = 8
 _WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 _KIND_TIER = {}

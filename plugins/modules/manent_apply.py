@@ -82,7 +82,7 @@ options:
       - Over long round trips (a remote cluster) more requests at once shorten a first install; the API server's
         CPU bounds it on a local cluster.
     type: int
-    default: 16
+    default: 32
   break_lock:
     description: Take the history lock even if another deploy holds it (after checking that deploy is gone).
     type: bool

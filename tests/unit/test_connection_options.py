@@ -19,6 +19,7 @@ PARAMS = {"api_server": "https://127.0.0.1", "port": 6443, "token": "t", "insecu
 
 def test_one_default_for_requests_at_once():
     assert apply_task.argument_spec()["concurrency"]["default"] == CONCURRENCY
+    assert ConnectionOptions(server="https://127.0.0.1").pool_size == CONCURRENCY  # a connection kept for each
     assert ApplyOptions().concurrency == CONCURRENCY
     assert LiveReader(None, None).concurrency == CONCURRENCY
 
