@@ -161,6 +161,7 @@ def test_example_inventory_has_region_and_az_groups():
     ({"deploy_parallel": "many"}, "deploy_parallel"),
     ({"deploy_helm_hooks": "sometimes"}, "deploy_helm_hooks"),
     ({"deploy_keep_releases": 1}, "deploy_keep_releases: must be at least 2"),
+    ({"deploy_concurrency": -1}, "deploy_concurrency: must be at least 1, or 0 for manent_apply's default"),
     ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": "abc"}},
      "deploy_artifact.sha256: must be the 64 hex digits"),
     ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": "0" * 64}},
@@ -168,7 +169,7 @@ def test_example_inventory_has_region_and_az_groups():
     ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP + ".missing",
                           "sha256": sha256(SHOP)}},
      SHOP + ".missing: is not a file on the controller"),
-], ids=["type", "choice", "preflight", "sha-format", "sha-mismatch", "missing-file"])
+], ids=["type", "choice", "preflight", "concurrency", "sha-format", "sha-mismatch", "missing-file"])
 def test_bad_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path, overrides, expected):
     extra = shop_vars(tmp_path, "never-created-ns", "1.0.0", "hello")
     extra.update(overrides)
@@ -221,9 +222,10 @@ def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clu
         assert _greeting(c, ns) == "hello from 1.0.0"
         assert len(history_configmaps(c, ns, "shop")) == 2, c.name  # locator + record of 1.0.0
 
-    # 2. Second run: no change anywhere (PLAY RECAP changed=0) and nothing rewritten.
+    # 2. Second run: no change anywhere (PLAY RECAP changed=0) and nothing rewritten; one request at a time
+    # (deploy_concurrency reaches manent_apply: an invalid value would fail the apply task).
     before = {c.name: resource_versions(c, ns) for c in clusters}
-    run = playbook("deploy", v1)
+    run = playbook("deploy", dict(v1, deploy_concurrency=1))
     assert run.rc == 0, run.explain()
     assert sorted(run.recap) == ["eu1a", "eu1b", "us1a"], run.explain()
     assert all(r["changed"] == 0 and r["failed"] == 0 for r in run.recap.values()), run.explain()
