@@ -97,11 +97,19 @@ INSECURE_WARNING = ("TLS verification of the API server %s is turned off (insecu
                     "ca_file) instead, and keep this for development clusters only")
 
 
-def warn_insecure(module):
-    """The warning every run with ``insecure_skip_tls_verify`` gets (exit_result and fail call it)."""
-    params = getattr(module, "params", None) or {}
+def insecure_warning(params):
+    """The warning every run with ``insecure_skip_tls_verify`` gets, or None: the module path (exit_result and fail)
+    and the controller path (plugins/plugin_utils/controller_task.py) both send it, on success and on failure."""
+    params = params or {}
     if params.get("insecure_skip_tls_verify"):
-        module.warn(INSECURE_WARNING % params.get("api_server", ""))
+        return INSECURE_WARNING % params.get("api_server", "")
+    return None
+
+
+def warn_insecure(module):
+    warning = insecure_warning(getattr(module, "params", None))
+    if warning:
+        module.warn(warning)
 
 
 def exit_result(module, out):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.utils.display import Display
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils import progress
 from ansible_collections.manent.kubernetes.plugins.module_utils.client import HAS_KUBERNETES
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
@@ -32,7 +33,8 @@ def run_module(action, module_name, task_vars):
 def run(action, task_vars, name, argument_spec, task):
     """Validate the task's arguments against ``argument_spec`` and return ``task(params, check_mode, diff,
     on_progress)``, a result dict; a ManentError becomes a failed result with the partial result it carries.
-    Progress lines name the module (``name``) and the host."""
+    Progress lines name the module (``name``) and the host. With ``insecure_skip_tls_verify`` the result warns,
+    whether the task succeeded or failed, as the module would."""
     result = {}
     validation = ArgumentSpecValidator(argument_spec).validate(action._task.args)
     if validation.error_messages:
@@ -47,6 +49,9 @@ def run(action, task_vars, name, argument_spec, task):
             display.display("%s [%s]: %s" % (name, host, line))
 
     warnings = []
+    insecure = mc.insecure_warning(validation.validated_parameters)
+    if insecure:
+        warnings.append(insecure)
     try:
         out = task(validation.validated_parameters, bool(action._play_context.check_mode),
                    bool(action._play_context.diff), on_progress)

@@ -7,8 +7,6 @@ warnings), and :func:`task` turns ``run`` into the task callable of plugin_utils
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-
 
 class ModuleShim:
     """The parameters, check and diff mode of a task, and the warnings ``run`` emits."""
@@ -25,11 +23,11 @@ class ModuleShim:
 
 def task(run):
     """``run(module)`` as a controller_task task: (params, check_mode, diff, on_progress) -> result dict whose
-    ``warnings`` are those the module would have sent (the insecure-TLS one included)."""
+    ``warnings`` are those the module would have sent (controller_task adds the insecure-TLS one, as it does for
+    every task it runs)."""
 
     def call(params, check_mode, diff, _on_progress):
         shim = ModuleShim(params, check_mode, diff)
-        mc.warn_insecure(shim)
         out = run(shim)
         out["warnings"] = shim.warnings + list(out.pop("warnings", None) or [])
         return out

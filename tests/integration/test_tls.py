@@ -2,12 +2,15 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """TLS through the real modules (issue 14): verified by default, a wrong CA fails naming the server and where the
-CA came from; insecure_skip_tls_verify works but warns on every run."""
+CA came from; insecure_skip_tls_verify works but warns on every run, and through the role once per cluster."""
 
 import os
 
 import pytest
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+
+from tests.integration.playbook_helpers import run_playbook, shop_vars, write_inventory
 from tests.integration.test_hostile_deploy import connection, run_module
 from tests.reliability import record
 
@@ -47,6 +50,31 @@ def test_insecure_skip_tls_verify_warns_on_every_run(cluster, namespace, tmp_pat
             assert any("insecure_skip_tls_verify" in str(w) for w in result.get("warnings", [])), (run, result)
         failed, result = run_module("manent_history", tmp_path, **{**args, "keep_releases": 1, "operation": "rollback"})
         assert failed and any("insecure_skip_tls_verify" in str(w) for w in result.get("warnings", [])), result
+    except BaseException:
+        record("tls", case, False, source=__name__)
+        raise
+    record("tls", case, True, source=__name__)
+
+
+def test_role_warns_once_per_cluster_whose_certificate_is_not_verified(clusters, inventory_path, namespaces,
+                                                                       tmp_path):
+    """The role has no warning task of its own: the manent tasks warn (checkpoint read, render, apply), on the
+    controller as in a module process, and Ansible shows each warning once per run. One cluster of two unverified:
+    its API server is named once, the other's never."""
+    case = "role: one insecure-TLS warning per unverified cluster, none for a verified one"
+    unverified, verified = clusters[0], clusters[1]
+    try:
+        inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"),
+                                    host_vars={unverified.name: {"manent_insecure_skip_tls_verify": True}})
+        extra = shop_vars(tmp_path, namespaces, "1.0.0", "hello")
+        run = run_playbook("deploy", inventory, extra, tmp_path, limit="%s,%s" % (unverified.name, verified.name))
+        assert run.rc == 0, run.explain()
+        text = " ".join(run.output.split())  # a long warning may be wrapped over lines
+
+        def warned(url):  # how often the warning naming url was shown (its beginning, which names the server)
+            return text.count((mc.INSECURE_WARNING % url)[:70])
+        assert warned(unverified.url) == 1, run.explain()
+        assert warned(verified.url) == 0, run.explain()
     except BaseException:
         record("tls", case, False, source=__name__)
         raise

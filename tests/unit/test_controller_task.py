@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""plugins/plugin_utils/controller_task.py, the path every manent task takes on the controller (local connection):
+argument validation, failures carrying their partial result, and the insecure-TLS warning, which a task gets once,
+whether it succeeded or failed, and whether it is a module run through the shim (manent_render, manent_history) or
+a task of its own (manent_apply, manent_traffic). The role relies on it: it has no warning task of its own."""
+
+from __future__ import annotations
+
+import types
+
+from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
+
+SPEC = {"api_server": {"type": "str", "required": True},
+        "insecure_skip_tls_verify": {"type": "bool", "default": False},
+        "fail": {"type": "bool", "default": False}}
+SERVER = "https://api.example:6443"
+
+
+def _action(**args):
+    return types.SimpleNamespace(_task=types.SimpleNamespace(args=args),
+                                 _play_context=types.SimpleNamespace(check_mode=False, diff=False))
+
+
+class Partial:
+    changed = True
+
+    @staticmethod
+    def to_dict():
+        return {"applied": 1, "warnings": ["an engine warning"]}
+
+
+def _task(params, _check_mode, _diff, _on_progress):
+    if params["fail"]:
+        exc = ManentError("the apply failed")
+        exc.partial = Partial()
+        raise exc
+    return {"changed": False, "warnings": ["an engine warning"]}
+
+
+def _module_run(module):
+    if module.params["fail"]:
+        raise ManentError("the history read failed")
+    module.warn("a module warning")
+    return {"changed": False}
+
+
+def _insecure(result):
+    return [w for w in result.get("warnings", []) if "insecure_skip_tls_verify" in w]
+
+
+def test_a_task_with_tls_verification_off_warns_once_on_success_and_on_failure():
+    expected = mc.INSECURE_WARNING % SERVER
+    for fail in (False, True):
+        result = controller_task.run(_action(api_server=SERVER, insecure_skip_tls_verify=True, fail=fail), {},
+                                     "manent_apply", SPEC, _task)
+        assert bool(result.get("failed")) is fail, result
+        assert _insecure(result) == [expected], result
+        assert "an engine warning" in result["warnings"]
+    # the last one failed: its partial result is kept
+    assert result["applied"] == 1 and result["changed"] is True and result["msg"] == "the apply failed"
+
+
+def test_a_module_run_through_the_shim_warns_once_too():
+    for fail in (False, True):
+        result = controller_task.run(_action(api_server=SERVER, insecure_skip_tls_verify=True, fail=fail), {},
+                                     "manent_history", SPEC, module_shim.task(_module_run))
+        assert bool(result.get("failed")) is fail, result
+        assert _insecure(result) == [mc.INSECURE_WARNING % SERVER], result
+        assert ("a module warning" in result["warnings"]) is not fail
+
+
+def test_no_warning_when_tls_is_verified():
+    for task in (_task, module_shim.task(_module_run)):
+        for fail in (False, True):
+            result = controller_task.run(_action(api_server=SERVER, fail=fail), {}, "manent_apply", SPEC, task)
+            assert not _insecure(result), result
+
+
+def test_invalid_arguments_fail_before_the_task_runs():
+    ran = []
+    result = controller_task.run(_action(insecure_skip_tls_verify=True), {}, "manent_apply", SPEC,
+                                 lambda *args: ran.append(args))
+    assert result["failed"] and "api_server" in result["msg"] and not ran
