@@ -89,8 +89,10 @@ BACKOFF_MAX = 5.0
 RETRY_AFTER_MAX = 30.0
 # POSTs that read rather than create (reviews): as safe to repeat as a GET.
 _REVIEW_SUFFIX = "reviews"
-# 500s that are the request's fault, not the server's: retrying cannot help.
-PERMANENT_500_MESSAGES = ("failed to create typed patch object", "field not declared in schema")
+# 500s that are the request's fault, not the server's (server-side apply's type conversion of the object): the
+# same request fails the same way, retrying cannot help.
+PERMANENT_500_MESSAGES = ("failed to create typed patch object", "field not declared in schema",
+                          "unable to convert unstructured object")
 USER_AGENT = "manent.kubernetes/0.1"
 
 

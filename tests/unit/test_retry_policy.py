@@ -36,8 +36,15 @@ def test_transient_statuses(status, transient):
     assert error_from_status(status, {"message": "m"}).transient is transient
 
 
-def test_a_500_that_is_the_requests_fault_is_permanent():
-    assert not error_from_status(500, {"message": "failed to create typed patch object (x): y"}).transient
+@pytest.mark.parametrize("message", [
+    "failed to create typed patch object (x): y",
+    # the server's words for a Secret's data that is not base64 and a fractional number in an integer field
+    "failed to convert new object (ns/b; /v1, Kind=Secret) to proper version: unable to convert unstructured object "
+    "to /v1, Kind=Secret: error decoding from json: illegal base64 data at input byte 4",
+    "failed to convert new object (ns/d; apps/v1, Kind=Deployment) to proper version: unable to convert unstructured "
+    "object to apps/v1, Kind=Deployment: cannot convert float64 to int32"])
+def test_a_500_that_is_the_requests_fault_is_permanent(message):
+    assert not error_from_status(500, {"message": message}).transient
 
 
 def test_tls_verification_failure_versus_a_broken_handshake():
