@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.digests import s
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently, together
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.schemas import Schemas
 
 Resource = namedtuple("Resource", "group version kind plural namespaced verbs")
 
@@ -42,6 +43,7 @@ class Discovery:
         self._refreshed = False
         self._lock = threading.Lock()  # threads of one deploy (checks, tiers) share it: one of them reads
         self.source = None  # "cache", "aggregated" or "legacy"
+        self._schemas = None
 
     # ---------------------------------------------------------------- loading
 
@@ -147,6 +149,12 @@ class Discovery:
         if self._version is None:
             self._version = self.kube.version()
         return self._version
+
+    def schemas(self):
+        """The cluster's published field schemas (schemas.py), cached beside the kinds with the same TTL."""
+        if self._schemas is None:
+            self._schemas = Schemas(self.kube, self.cache_dir, self.ttl)
+        return self._schemas
 
     def refresh(self):
         with self._lock:

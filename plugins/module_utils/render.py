@@ -195,6 +195,8 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
         stamp(obj, release)
         objects.append(obj)
         sources.append(source)
+    for message in _field_problems(discovery, defined, objects, sources, warnings):
+        problems.add(message)
     if options.slot:
         try:
             objects = slots.apply_slot(objects, options.slot, rename=options.traffic_rename,
@@ -209,6 +211,27 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                             "sha256": options.artifact_sha256,
                             "type": "chart" if is_chart else "manifests"},
                   hooks_skipped=list(hooks_skipped), warnings=warnings)
+
+
+def _field_problems(discovery, defined, objects, sources, warnings):
+    """Field types of the objects against the cluster's published schemas (schemas.py): what the API server would
+    refuse at apply, found before anything is written. Kinds that a CRD of this release defines (or redefines)
+    are left to the server: the schema published now may not be theirs."""
+    schemas = discovery.schemas() if hasattr(discovery, "schemas") else None
+    if schemas is None:
+        return []
+    checked = [(obj, source) for obj, source in zip(objects, sources)
+               if (obj.get("apiVersion"), obj.get("kind")) not in defined.crd_kinds
+               and discovery.find(obj.get("apiVersion"), obj.get("kind")) is not None]
+
+    def found():
+        return [(obj, source, schemas.problems(obj)) for obj, source in checked]
+
+    results = found()
+    if any(p for _o, _s, p in results) and schemas.index_source == "cache" and schemas.refresh():
+        results = found()  # a CRD may have changed since the index was cached
+    warnings.extend(schemas.notes)
+    return ["%s %s: %s" % (source, ref(obj), "; ".join(p)) for obj, source, p in results if p]
 
 
 class BundleKinds:

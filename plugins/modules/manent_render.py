@@ -22,6 +22,10 @@ description:
     version and API versions as capabilities. Hooks are skipped by default and listed, and test hooks never apply.
   - Every object is checked against the cluster's discovery and the table of removed/deprecated API versions,
     gets the release labels and annotations, and objects without a namespace get O(namespace).
+  - The fields of every object are checked against the schemas the cluster publishes (OpenAPI v3, built-in kinds
+    and installed CRDs) as server-side apply reads them, so that a value of the wrong type, an unknown field, two
+    list entries with one key or Secret data that is not base64 fail here, naming the field, not half-way through
+    the apply. Kinds defined by a CRD of the same release are left to the API server.
   - Nothing is written to the cluster.
 author:
   - manent developers (@manent-io)

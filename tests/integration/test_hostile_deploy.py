@@ -146,6 +146,12 @@ LOOKUP = ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: looked\ndata:\n  
 OUTSIDE = ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: files\ndata:\n  passwd: '
            '{{ .Files.Get "../../../../../../etc/passwd" | quote }}\n  hostname: {{ .Files.Get "/etc/hostname" | quote }}\n')
 
+SECRET_NOT_BASE64 = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  password: hunter2-not-base64\n"
+MISSPELT = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replica: 2\n  selector:\n"
+            "    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n"
+            "      containers:\n      - name: web\n        image: registry.k8s.io/pause:3.10\n        env:\n"
+            "        - {name: PORT, value: 8080}\n")
+
 RENDER_CASES = [
     # (case, build(tmp_path) -> (artifact, extra module args), expected texts in msg)
     ("module: archive with ../ path", lambda t: (_targz(t, "a.tar.gz", [("../evil.yaml", CM.encode())]), {}),
@@ -166,6 +172,15 @@ RENDER_CASES = [
         "  name: cfg\n", "  name: cfg\n  namespace: Not_Valid\n")), {}), ("app.yaml#1", "'Not_Valid'")),
     ("module: kind the cluster does not serve", lambda t: (_file(t, "app.yaml", CM.replace(
         "kind: ConfigMap", "kind: ConfigMapp")), {}), ("app.yaml#1", "does not serve")),
+    ("module: unquoted number and boolean in ConfigMap data", lambda t: (_file(t, "app.yaml", CM.replace(
+        "  k: v\n", "  k: v\n  port: 8080\n  debug: yes\n")), {}),
+     ("app.yaml#1", "data.port: expected a string, got an integer (quote it", "data.debug: expected a string, got a "
+      "boolean")),
+    ("module: Secret data that is not base64", lambda t: (_file(t, "app.yaml", SECRET_NOT_BASE64), {}),
+     ("app.yaml#1", "Secret/", "data.password: is not valid base64")),
+    ("module: chart Deployment with a misspelt field", lambda t: (_chart(t, {"web.yaml": MISSPELT}), {}),
+     ("hostile-0.1.0.tgz", "Deployment/", "spec.replica: no such field",
+      "containers[0].env[0].value: expected a string, got an integer")),
     ("module: artifact sha256 mismatch", lambda t: (_file(t, "app.yaml", CM), {"artifact_sha256": "ab" * 32}),
      ("app.yaml", "sha256 mismatch")),
     ("module: helm binary sha256 mismatch", lambda t: (_chart(t, {"cm.yaml": CM}), {"helm_sha256": "cd" * 32}),
@@ -193,8 +208,9 @@ def test_render_refuses_hostile_input_without_writing(cluster, namespace, tmp_pa
                 helm_command=helm_binary(), bundle=str(tmp_path / "bundle.json"))
     args.setdefault("artifact_sha256", _sha(path))
     args.update(extra)
-    refused(case, cluster, namespace, lambda: run_module("manent_render", tmp_path, **args), *expected)
+    result = refused(case, cluster, namespace, lambda: run_module("manent_render", tmp_path, **args), *expected)
     assert not os.path.exists(args["bundle"]), "no bundle may be written for refused input"
+    assert "hunter2" not in json.dumps(result)  # a Secret's value is never shown
 
 
 def test_chart_lookup_and_outside_files_stay_inside(cluster, namespace, tmp_path):
