@@ -142,15 +142,11 @@ SKIPPED_KINDS = {("", "Event"), ("events.k8s.io", "Event")}  # written by contro
 
 # What the controllers add to every namespace, at any moment after it was created: never a write of a deploy.
 CONTROLLER_MADE = ("ConfigMap/kube-root-ca.crt", "ServiceAccount/default")
-# The Endpoints and EndpointSlices that the endpoint controllers make for each Service, a moment after it was
-# written (they say so in these labels): a later snapshot may hold them although the deploy wrote nothing since.
-CONTROLLER_LABELS = {"endpoints.kubernetes.io/managed-by": "endpoint-controller",
-                     "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}
 
 
 def versions(cluster, namespace):
     """{Kind.group/name: resourceVersion} of every object of every listable namespaced kind in ``namespace``
-    (events, CONTROLLER_MADE and objects with CONTROLLER_LABELS excepted), read through a fresh discovery so CRDs created meanwhile are included.
+    (events and CONTROLLER_MADE excepted), read through a fresh discovery so CRDs created meanwhile are included.
     Without that exception, a snapshot taken before the root CA publisher and the service account controller
     reached a new namespace differs from a later one although the deploy wrote nothing."""
     out = {}
@@ -169,10 +165,8 @@ def versions(cluster, namespace):
         for item in items:
             kind = "%s.%s" % (res.kind, res.group) if res.group else res.kind
             name = "%s/%s" % (kind, item["metadata"]["name"])
-            labels = item["metadata"].get("labels") or {}
-            if name in CONTROLLER_MADE or any(labels.get(k) == v for k, v in CONTROLLER_LABELS.items()):
-                continue
-            out[name] = item["metadata"]["resourceVersion"]
+            if name not in CONTROLLER_MADE:
+                out[name] = item["metadata"]["resourceVersion"]
     return out
 
 

@@ -49,6 +49,11 @@ def _deploy_a(cluster, tmp_path, namespace):
     result = h.deploy(cluster, tmp_path, [configmap("x", owner="a"), configmap("y", owner="a"),
                                           configmap("a-only", a="1"), service("web")], namespace, key=A)
     assert result.status == "deployed"
+    # the endpoint controllers add the Service's Endpoints and EndpointSlice a moment later: wait for them, so that
+    # the tests' before/after snapshots differ only by what the deploys under test write
+    cluster.wait(lambda: cluster.get("v1", "Endpoints", namespace, "web") is not None and cluster.list(
+        "discovery.k8s.io/v1", "EndpointSlice", namespace, selector="kubernetes.io/service-name=web"),
+        what="the Endpoints and EndpointSlice of Service web")
     return result
 
 
