@@ -13,8 +13,10 @@ managers are taken over by default (``force``, like Flux and Argo CD) and report
 ``force: false`` a conflict is an error naming the fields and managers. The server's Warning headers are
 kept per object.
 
-With ``force: false`` each tier is first applied with dryRun=All: a conflict (or any other refusal) of
-one object fails the tier before any of its objects is written.
+Before a deploy's first write (after its Namespaces), every object it will write is applied with dryRun=All
+(``verify``): an object the server refuses stops the deploy before anything else is written. With ``force: false``
+each tier is also dry-run first: a conflict (or any other refusal) of one object fails the tier before any of its
+objects is written.
 
 Objects equal to the stored copy of the release in service (``Applier.use_baseline``) whose live copy still holds
 every desired value, owned by ``manent``, are reported ``unchanged`` without a PATCH: unchanged.py decides, from
@@ -50,6 +52,9 @@ _READ = object()  # apply_one: read the live object itself
 _CONFLICT = re.compile(r'conflict with "([^"]+)"')
 _NOT_IN_SCHEMA = "field not declared in schema"
 _RECREATING = frozenset((lifecycle.BEFORE_CREATION, lifecycle.BEFORE_CREATION_IF_IMMUTABLE))
+# Dry-run refusals that say nothing about the object: an admission webhook with side effects cannot run in a dry run
+# (the real apply calls it).
+_UNTOLD = ("does not support dry run",)
 
 
 def _random_salt():
@@ -87,6 +92,9 @@ class Applier:
         # (absent keys, listed keys) of the objects that are not candidates, listed at once before the first
         # write (list_absent); None: each tier lists its own
         self._existence = None
+        # (snapshot, unchanged keys, {key: live}, keys asked) of the last _find made from a snapshot: verify asks for
+        # every object of the deploy, then each tier for its own, from the same snapshot until something is written
+        self._found = None
 
     def use_baseline(self, objects):
         """``objects``: the stored objects of the release in service (the deploy gives them). Objects equal to them
@@ -109,6 +117,21 @@ class Applier:
     def forget_snapshot(self):
         """From now on each tier lists its candidates again (something was written or waited for)."""
         self.snapshot = None
+        self._found = None
+
+    def _find(self, objects):
+        """UnchangedFinder.find for ``objects`` (unchanged keys, {key: live} of the others read); answered from the
+        last call when it asked for all of them from the same snapshot."""
+        if not self._finder:
+            return set(), {}
+        keys = {key_of(o) for o in objects}
+        found = self._found
+        if found is not None and self.snapshot is not None and found[0] is self.snapshot and keys <= found[3]:
+            return found[1] & keys, {k: v for k, v in found[2].items() if k in keys}
+        same, known = self._finder.find(objects, self.snapshot)
+        if self.snapshot is not None:
+            self._found = (self.snapshot, same, known, keys)
+        return same, dict(known)
 
     def list_absent(self, objects, candidates):
         """Learn now, for every tier at once, which of ``objects`` that cannot be unchanged (not candidates of
@@ -150,12 +173,10 @@ class Applier:
                     raise conflict_error(obj, takeovers) from exc
                 return self._patch(obj, force=True), takeovers
         except ApiError as exc:
-            if _NOT_IN_SCHEMA in exc.message:
-                raise ApiError(exc.message, status=exc.status, reason=exc.reason, subject=ref(obj),
-                               hint="the manifest has a field that %s %s does not define: fix its name or "
-                                    "indentation, or the apiVersion" % (obj.get("apiVersion"), obj.get("kind"))
-                               ) from exc
-            raise
+            explained = _explained(obj, exc)
+            if explained is None:
+                raise
+            raise explained from exc
 
     def apply_one(self, obj, live=_READ):
         """Apply one object (recreating it when a delete policy says so); its Change. ``live``: the live object
@@ -242,7 +263,7 @@ class Applier:
         started = time.monotonic()
         if any(c.action not in (UNCHANGED, SKIPPED) for c in changes):
             self.forget_snapshot()  # something was created, changed or deleted since the snapshot
-        same, known = self._finder.find(objects, self.snapshot) if self._finder else (set(), {})
+        same, known = self._find(objects)
         seconds = time.monotonic() - started
         pending = [o for o in objects if key_of(o) not in same]
         if pending and not self.options.dry_run:
@@ -270,13 +291,14 @@ class Applier:
         if errors:
             raise ApplyError("%d object(s) failed to apply:\n- %s" % (len(errors), "\n- ".join(group_failures(errors))))
 
-    def _check_one(self, obj):
-        """Dry-run apply without force; None when the server would accept it (or a delete policy recreates it)."""
+    def _check_one(self, obj, force=False):
+        """Dry-run apply (without force unless ``force``); None when the server would accept it, when a delete
+        policy recreates it, or when the dry run cannot tell (see :data:`_UNTOLD`)."""
         policies = lifecycle.delete_policies(obj)
         if lifecycle.BEFORE_CREATION in policies:
             return None
         try:
-            self._patch(obj, force=False, dry_run=True)
+            self._patch(obj, force=force, dry_run=True)
         except ConflictError as exc:
             takeovers = conflicts(exc)
             if takeovers:
@@ -287,8 +309,46 @@ class Applier:
         except ApiError as exc:
             if lifecycle.BEFORE_CREATION_IF_IMMUTABLE in policies and _immutable(exc):
                 return None
-            raise
+            if any(text in exc.message for text in _UNTOLD):
+                return None
+            explained = _explained(obj, exc)
+            if explained is None:
+                raise
+            raise explained from exc
         return None
+
+    def verify(self, objects, unverifiable=frozenset()):
+        """Before a deploy's first write (after its Namespaces): dry-run every object of ``objects`` that the deploy
+        would write, all at once (``concurrency``); ApplyError naming each object the server refuses (an immutable
+        field changed, a value its validation or an admission webhook or policy rejects), nothing written.
+
+        Left out: objects the unchanged check clears (as their tier will), kinds in ``unverifiable`` ((apiVersion,
+        kind) that a CRD of the release defines: the server may not know their new schema yet), objects a delete
+        policy recreates, Pods (their admission reads the service account and priority class, which the release
+        may create in an earlier tier). Nothing is sent when none of the remaining objects exists (a first install,
+        or only new objects: nothing running can be disturbed, and each would cost a second request), as the LISTs
+        before the first write tell (list_absent, and here one LIST per kind and namespace for the objects it did
+        not list)."""
+        same, _known = self._find(objects)
+        wanted = [o for o in objects if key_of(o) not in same and (o.get("apiVersion"), o.get("kind")) not in
+                  unverifiable and o.get("kind") != "Pod" and lifecycle.BEFORE_CREATION not in
+                  lifecycle.delete_policies(o)]
+        absent, listed = self._existence if self._existence is not None else (set(), set())
+        unknown = [o for o in wanted if key_of(o) not in listed and not _RECREATING & lifecycle.delete_policies(o)]
+        if unknown and not any(key_of(o) in listed and key_of(o) not in absent for o in wanted):
+            # nothing known to exist yet: one metadata-only LIST per kind and namespace of the others tells whether
+            # any exists; their tiers then need not read the absent ones (as list_absent)
+            more_absent, more_listed = self.reader.existence(unknown, list_from=1)
+            absent, listed = absent | more_absent, listed | more_listed
+            self._existence = (absent, listed)
+        if all(key_of(o) in absent for o in wanted):
+            return 0
+        _results, errors = self._each(wanted, lambda obj: self._check_one(obj, force=self.options.force))
+        if errors:
+            raise ApplyError("%d object(s) refused by the API server's dry run; nothing was written:\n- %s"
+                             % (len(errors), "\n- ".join(group_failures(errors))),
+                             hint="fix the objects named here and deploy again")
+        return len(wanted)
 
     def preflight(self, objects):
         """Dry-run every object of a tier; ApplyError naming each refused object before anything is written."""
@@ -319,6 +379,15 @@ def conflict_error(obj, takeovers):
         status=409, reason="Conflict", subject=ref(obj),
         hint="another field manager owns these fields: remove them from the manifest, change them with their "
              "owner, or let manent take them over (force_conflicts: true)")
+
+
+def _explained(obj, exc):
+    """``exc`` with a hint when the server says the object has a field its kind does not define; else None."""
+    if _NOT_IN_SCHEMA not in exc.message:
+        return None
+    return ApiError(exc.message, status=exc.status, reason=exc.reason, subject=ref(obj),
+                    hint="the manifest has a field that %s %s does not define: fix its name or indentation, or the "
+                         "apiVersion" % (obj.get("apiVersion"), obj.get("kind")))
 
 
 def _immutable(exc):

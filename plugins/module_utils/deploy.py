@@ -5,7 +5,8 @@
 for rollback (rollback.py) and prune (prune.py) too.
 
 Order: validate (credentials, version, record size, objects of another release: see owners.py) ->
-Namespaces -> save the release in history (pending, under a lock) -> the pre stage (objects with
+Namespaces -> a dry run of every object that will be written (Applier.verify: a refusal stops the deploy
+here) -> save the release in history (pending, under a lock) -> the pre stage (objects with
 ``deploy-on: pre-<phase>``, applied and waited for; stages.py) -> remaining tiers of the main objects (CRDs
 Established before their resources) -> wait for all workloads at once -> the post stage -> prune -> mark the
 release in service, clean up history. Inside a stage objects go in groups of ascending weight. A failure
@@ -299,6 +300,12 @@ class Deployer:
             ns_objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
                 "name": bundle.namespace, "labels": {MANAGED_BY: MANAGER}}})
         self.applier.apply_tier(ns_objects, changes)
+        # every object that will be written, dry-run at once: a refusal stops the deploy before history or any
+        # other object is written (a half-applied upgrade is what a failed deploy must not leave)
+        others = [o for o in plan.selected if tier_of(o) != TIER_NAMESPACES]
+        unverifiable = _crd_kinds(plan.selected) | {(o.get("apiVersion"), o.get("kind")) for o in others
+                                                    if not self.discovery.served(o.get("apiVersion"), o.get("kind"))}
+        self.applier.verify(others, unverifiable=unverifiable)
         if not plan.noop:
             store.acquire(break_lock=self.options.break_lock)
             plan.locked = True
@@ -420,8 +427,7 @@ class Deployer:
         """(objects a dry run can check, [(object, why not)]): not those in Namespaces or of kinds (CRDs) that
         the release itself creates."""
         new_namespaces = self._new_namespaces(bundle, selected)
-        new_kinds = {(served.api_version, served.kind) for crd in selected if is_crd(crd)
-                     for served in served_kinds(crd) if not self.discovery.served(served.api_version, served.kind)}
+        new_kinds = {kind for kind in _crd_kinds(selected) if not self.discovery.served(*kind)}
         checkable, skipped = [], []
         for obj in selected:
             if namespace_of(obj) in new_namespaces:
@@ -461,6 +467,11 @@ class Deployer:
     def rollback(self, namespace, key, to_version=None):
         """Re-apply the stored objects of the previous release (or ``to_version``): rollback.py, docs/requirements.md §8."""
         return rollback.rollback(self, namespace, key, to_version=to_version)
+
+
+def _crd_kinds(objects):
+    """{(apiVersion, kind)} that the CustomResourceDefinitions among ``objects`` define."""
+    return {(served.api_version, served.kind) for crd in objects if is_crd(crd) for served in served_kinds(crd)}
 
 
 def _select(objects, phase, result):

@@ -16,8 +16,12 @@ description:
     application, artifact or environment) stop the deploy with one error listing each object and its release, unless
     O(adopt=true). Objects with ownership C(anyone) in the bundle are shared and not checked; objects of other tools
     (without manent's labels) are taken over as before.
-  - Namespaces first, then the release is saved in history (a ConfigMap, under a lock), then CRDs (waited until
-    Established), RBAC, configuration, Services, workloads and the rest.
+  - Namespaces first, then every object the deploy will write is applied with C(dryRun=All), all at once; an object
+    the API server refuses (an immutable field changed, a value its validation, an admission webhook or a policy
+    rejects) stops the deploy with nothing else written. Skipped when none of them exists yet (a first install);
+    Pods, objects a delete policy recreates and kinds defined by a CRD of the release are left to their tier.
+  - Then the release is saved in history (a ConfigMap, under a lock), then CRDs (waited until Established), RBAC,
+    configuration, Services, workloads and the rest.
   - "Lifecycle stages: objects annotated C(werf.io/deploy-on: pre-<phase>) (or Helm hooks C(pre-install),
     C(pre-upgrade), C(pre-rollback) rendered with C(helm_hooks: apply)) are applied and waited for (Jobs until they
     complete, Pods until they succeed, workloads until Current) before the main objects; a failure there stops the

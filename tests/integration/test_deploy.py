@@ -356,7 +356,7 @@ def test_conflicting_field_manager_is_taken_over_and_reported(cluster, namespace
     assert "f:mode" not in json.dumps(owners["kubectl-client-side-apply"]["fieldsV1"])
 
 
-def test_conflict_without_force_fails_before_the_tier_is_written(cluster, namespace, tmp_path):
+def test_conflict_without_force_fails_before_anything_is_written(cluster, namespace, tmp_path):
     cluster.apply(dict(configmap("shared", mode="kubectl"), metadata={"name": "shared", "namespace": namespace}),
                   manager="kubectl-client-side-apply")
     before = cluster.get("v1", "ConfigMap", namespace, "shared")["metadata"]["resourceVersion"]
@@ -366,12 +366,12 @@ def test_conflict_without_force_fails_before_the_tier_is_written(cluster, namesp
     text = str(caught.value)
     assert ("ConfigMap/%s/shared: server-side apply conflict: field .data.mode is owned by field manager "
             "kubectl-client-side-apply" % namespace) in text
-    assert "nothing of their tier was applied" in text
+    assert "1 object(s) refused by the API server's dry run; nothing was written" in text
     assert cluster.get("v1", "ConfigMap", namespace, "sibling") is None
     assert cluster.get("v1", "Service", namespace, "later") is None
     assert cluster.get("v1", "ConfigMap", namespace, "shared")["metadata"]["resourceVersion"] == before
     assert caught.value.partial.status == "failed"
-    assert h.record_status(cluster, namespace, "1.0.0") == hc.STATUS_FAILED
+    assert h.history_configmaps(cluster, namespace) == {}  # refused before the release was saved in history
 
 
 def _kubeconfig(cluster, path):

@@ -216,10 +216,11 @@ def _phase_match(phase, ns):
     loc_path = "/namespaces/%s/configmaps/%s" % (ns, hc.locator_name(KEY))
 
     def match(method, url, body):
+        applied = method == "PATCH" and "/deployments/web" in url and "dryRun=All" not in url  # not its dry run
         if phase == "apply":
-            return method == "PATCH" and "/deployments/web" in url
+            return applied
         if phase == "wait":
-            if method == "PATCH" and "/deployments/web" in url:
+            if applied:
                 seen["patched"] = True
                 return False
             return seen["patched"] and method == "GET" and "/deployments" in url
@@ -274,7 +275,7 @@ def test_api_server_killed_and_restarted_during_apply_wait_and_history_write(fau
 def test_etcd_stopped_for_seconds_during_apply(faults, ns, tmp_path):
     cluster = faults.first
     kube = faults.kube()
-    tap = Tap(kube, lambda m, u, b: m == "PATCH" and "/deployments/web" in u,
+    tap = Tap(kube, lambda m, u, b: m == "PATCH" and "/deployments/web" in u and "dryRun=All" not in u,
               lambda: faults.restart_later("etcd", down=4.0))
     with Case("etcd SIGKILLed for 4 s during the apply phase: deploy rides it out, history consistent"):
         bundle = render_bundle(cluster, tmp_path, release_objects("1.0.0"), ns, version="1.0.0")
@@ -310,7 +311,9 @@ def test_api_server_gone_longer_than_the_budget_fails_clearly_and_a_rerun_conver
         render_bundle(cluster, tmp_path, release_objects("1.0.0"), ns, version="1.0.0"))
     with Case("API server unreachable longer than the retry budget (3 s): clear error naming the server, nothing "
               "claimed in service, stale lock names its holder, rerun converges"):
-        http_proxy.set(down_on_match="PATCH /apis/apps/v1/namespaces/%s/deployments/web" % ns)
+        # the apply itself (its first attempt, without force), not the dry run of it before the first write
+        http_proxy.set(down_on_match="PATCH /apis/apps/v1/namespaces/%s/deployments/web?fieldManager=manent&force=false"
+                       % ns)
         bundle = render_bundle(cluster, tmp_path, release_objects("2.0.0"), ns, version="2.0.0")
         with pytest.raises(ManentError) as err:
             deployer(cluster, kube=proxied(faults, http_proxy, retry_time=3), holder="gone@ci:1",
@@ -436,7 +439,7 @@ class Hold:
     def __init__(self, kube):
         self.reached = threading.Event()
         self.go = threading.Event()
-        Tap(kube, lambda m, u, b: m == "PATCH" and "/deployments/web" in u, self._hold)
+        Tap(kube, lambda m, u, b: m == "PATCH" and "/deployments/web" in u and "dryRun=All" not in u, self._hold)
 
     def _hold(self):
         self.reached.set()
