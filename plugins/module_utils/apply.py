@@ -334,15 +334,18 @@ class Applier:
                   unverifiable and o.get("kind") != "Pod" and lifecycle.BEFORE_CREATION not in
                   lifecycle.delete_policies(o)]
         absent, listed = self._existence if self._existence is not None else (set(), set())
-        unknown = [o for o in wanted if key_of(o) not in listed and not _RECREATING & lifecycle.delete_policies(o)]
-        if unknown and not any(key_of(o) in listed and key_of(o) not in absent for o in wanted):
-            # nothing known to exist yet: one metadata-only LIST per kind and namespace of the others tells whether
-            # any exists; their tiers then need not read the absent ones (as list_absent)
-            more_absent, more_listed = self.reader.existence(unknown, list_from=1)
-            absent, listed = absent | more_absent, listed | more_listed
-            self._existence = (absent, listed)
-        if all(key_of(o) in absent for o in wanted):
-            return 0
+        seen = self.snapshot.live if self.snapshot is not None else {}  # live copies of the baseline's objects
+        if not any(seen.get(key_of(o)) is not None or (key_of(o) in listed and key_of(o) not in absent)
+                   for o in wanted):
+            # none is known to exist: one metadata-only LIST per kind and namespace of those not listed yet tells
+            # whether any does; their tiers then need not read the absent ones (as list_absent)
+            unknown = [o for o in wanted if key_of(o) not in listed and not _RECREATING & lifecycle.delete_policies(o)]
+            if unknown:
+                more_absent, more_listed = self.reader.existence(unknown, list_from=1)
+                absent, listed = absent | more_absent, listed | more_listed
+                self._existence = (absent, listed)
+            if all(key_of(o) in absent for o in wanted):
+                return 0
         _results, errors = self._each(wanted, lambda obj: self._check_one(obj, force=self.options.force))
         if errors:
             raise ApplyError("%d object(s) refused by the API server's dry run; nothing was written:\n- %s"
