@@ -13,12 +13,12 @@ fresh discovery (it may be a CRD applied a moment ago).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections import namedtuple
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.cache_files import read_fresh, write_json
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently, together
@@ -55,28 +55,22 @@ class Discovery:
 
     def _load(self, fresh=False):
         path = self._cache_path()
-        if path and not fresh and os.path.exists(path):
+        cached = None if fresh else read_fresh(path, self.kube.url, self.ttl)
+        if cached is not None:
             try:
-                with open(path) as f:
-                    cached = json.load(f)
-                if time.time() - cached.get("time", 0) < self.ttl and cached.get("url") == self.kube.url:
-                    self._index(cached["resources"])
-                    version = cached.get("version")
-                    if isinstance(version, list) and len(version) == 3:
-                        self._version = (int(version[0]), int(version[1]), str(version[2]))
-                    self.source = "cache"
-                    return
-            except (OSError, ValueError, KeyError, TypeError):
+                self._index(cached["resources"])
+                version = cached.get("version")
+                if isinstance(version, list) and len(version) == 3:
+                    self._version = (int(version[0]), int(version[1]), str(version[2]))
+                self.source = "cache"
+                return
+            except (ValueError, KeyError, TypeError):
                 pass
         resources, self._version = self._fetch()
         self._index(resources)
         if path:
-            os.makedirs(self.cache_dir, exist_ok=True)
-            tmp = path + ".%d.%d.tmp" % (os.getpid(), threading.get_ident())
-            with open(tmp, "w") as f:
-                f.write(json.dumps({"time": time.time(), "url": self.kube.url, "resources": resources,
-                                    "version": list(self._version)}))
-            os.replace(tmp, path)
+            write_json(path, {"time": time.time(), "url": self.kube.url, "resources": resources,
+                              "version": list(self._version)})
 
     def _index(self, resources):
         by_gvk = {}

@@ -32,6 +32,7 @@ import os
 import threading
 import time
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.cache_files import read_fresh, write_json
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import split_api_version
@@ -60,28 +61,24 @@ class Schemas:
     def _path(self, name):
         return os.path.join(self.cache_dir, name) if self.cache_dir else None
 
-    def _write(self, path, data):
+    @staticmethod
+    def _write(path, data):
         if not path:
             return
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = path + ".%d.%d.tmp" % (os.getpid(), threading.get_ident())
-            with open(tmp, "w") as f:
-                f.write(json.dumps(data, separators=(",", ":")))
-            os.replace(tmp, path)
+            write_json(path, data)
         except OSError:
             pass  # a cache that cannot be written is read from the server next time
 
     def _load_index(self, fresh=False):
         path = self._path("openapi-v3-%s.json" % sha256_text(self.kube.url)[:16])
-        if path and not fresh and os.path.exists(path):
+        cached = None if fresh else read_fresh(path, self.kube.url, self.ttl)
+        if cached is not None:
             try:
-                with open(path) as f:
-                    cached = json.load(f)
-                if time.time() - cached.get("time", 0) < self.ttl and cached.get("url") == self.kube.url:
-                    self.index_source = "cache"
-                    return dict(cached["paths"])
-            except (OSError, ValueError, KeyError, TypeError):
+                paths = dict(cached["paths"])
+                self.index_source = "cache"
+                return paths
+            except (ValueError, KeyError, TypeError):
                 pass
         try:
             doc = self.kube.get_json("/openapi/v3", subject="OpenAPI v3 index")
