@@ -221,8 +221,7 @@ def _field_problems(discovery, defined, objects, sources, warnings):
     if schemas is None:
         return []
     checked = [(obj, source) for obj, source in zip(objects, sources)
-               if (obj.get("apiVersion"), obj.get("kind")) not in defined.crd_kinds
-               and discovery.find(obj.get("apiVersion"), obj.get("kind")) is not None]
+               if (obj.get("apiVersion"), obj.get("kind")) not in defined.crd_kinds]  # unserved kinds: no schema
 
     def found():
         return [(obj, source, schemas.problems(obj)) for obj, source in checked]
