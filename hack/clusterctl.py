@@ -13,9 +13,12 @@ Only for clusters you started yourself (never the shared ones).
 """
 
 import argparse
+import contextlib
+import fcntl
 import os
 import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,14 +27,29 @@ import clusters  # noqa: E402  pylint: disable=wrong-import-position
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _state_locked(root):
+    """Hold state.json for a read-modify-write: other threads of this process and other processes wait (two
+    restarts at once on different clusters would otherwise each write back the other's old pid)."""
+    with _LOCK, open(os.path.join(root, "state.lock"), "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _cluster(root, name):
     state = clusters.load_state(os.path.abspath(root))
     if not state:
-        raise SystemExit("no clusters in %s" % root)
+        raise RuntimeError("no clusters in %s" % root)
     for c in state["clusters"]:
         if c["name"] == name:
             return state, c
-    raise SystemExit("no cluster %s in %s (have: %s)" % (name, root, ", ".join(c["name"] for c in state["clusters"])))
+    raise RuntimeError("no cluster %s in %s (have: %s)" % (name, root, ", ".join(c["name"] for c in state["clusters"])))
 
 
 def _check(component):
@@ -42,7 +60,8 @@ def _check(component):
 def stop(root, name, component, sig=signal.SIGKILL, timeout=20):
     """Kill one process (its process group) and wait until it is gone; returns its pid."""
     _check(component)
-    _state, c = _cluster(root, name)
+    with _state_locked(os.path.abspath(root)):
+        _state, c = _cluster(root, name)
     pid = c["pids"][component]
     try:
         os.killpg(pid, sig)
@@ -50,7 +69,10 @@ def stop(root, name, component, sig=signal.SIGKILL, timeout=20):
         pass
     deadline = time.monotonic() + timeout
     while clusters._alive(pid):  # pylint: disable=protected-access
-        clusters._reap()  # pylint: disable=protected-access
+        try:  # reap this child only: waitpid(-1) could take the exit status of another thread's subprocess
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child (started by another process): _alive sees it go
+            pass
         if time.monotonic() > deadline:
             raise RuntimeError("%s of %s (pid %d) still running %ss after signal %s" % (component, name, pid, timeout, sig))
         time.sleep(0.05)
@@ -61,13 +83,14 @@ def start(root, name, component, wait=True, timeout=120):
     """Start one process again with its usual command line; returns the new pid."""
     _check(component)
     root = os.path.abspath(root)
-    state, c = _cluster(root, name)
-    if clusters._alive(c["pids"].get(component, 0) or 0):  # pylint: disable=protected-access
-        return c["pids"][component]
-    argv = dict(clusters.cluster_processes(clusters.binaries(), c["dir"], c["ports"], c["url"]))[component]
-    pid = clusters.spawn(c["dir"], component, argv)
-    c["pids"][component] = pid
-    clusters.save_state(root, state)
+    with _state_locked(root):
+        state, c = _cluster(root, name)
+        if clusters._alive(c["pids"].get(component, 0) or 0):  # pylint: disable=protected-access
+            return c["pids"][component]
+        argv = dict(clusters.cluster_processes(clusters.binaries(), c["dir"], c["ports"], c["url"]))[component]
+        pid = clusters.spawn(c["dir"], component, argv)
+        c["pids"][component] = pid
+        clusters.save_state(root, state)
     if wait and component in ("etcd", "kube-apiserver"):
         clusters.wait_ready(c, time.time() + timeout)
     return pid
@@ -88,6 +111,14 @@ def main(argv=None):
     p.add_argument("--signal", default="KILL", help="signal for stop/bounce (KILL, TERM, STOP)")
     p.add_argument("--down", type=float, default=3.0, help="bounce: seconds between stop and start")
     args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except RuntimeError as exc:
+        print("clusterctl: %s" % exc, file=sys.stderr)
+        return 1
+
+
+def _run(args):
     sig = getattr(signal, "SIG" + args.signal.upper())
     if args.command == "stop":
         print(stop(args.dir, args.cluster, args.component, sig))

@@ -448,7 +448,10 @@ def _healthy(c):
 
 
 def save_state(root, state):
-    _write(os.path.join(root, "state.json"), json.dumps(state, indent=1).encode())
+    """Write state.json whole (a temporary file renamed over it): a reader never sees it half-written."""
+    path = os.path.join(root, "state.json")
+    _write(path + ".tmp", json.dumps(state, indent=1).encode())
+    os.replace(path + ".tmp", path)
 
 
 def load_state(root):

@@ -80,15 +80,58 @@ class Faults:
 
     def restart_later(self, component, down=1.0, name="eu1a"):
         """Kill ``component`` now (SIGKILL); start it again after ``down`` seconds on a thread; returns the
-        thread (join it before asserting)."""
+        ``Restart`` (join it before asserting: it raises when the component could not be started again)."""
         clusterctl.stop(self.root, name, component)
+        return Restart(self, name, component, down)
 
-        def _start():
-            time.sleep(down)
-            clusterctl.start(self.root, name, component)
-        thread = threading.Thread(target=_start, daemon=True)
-        thread.start()
-        return thread
+    def log_tail(self, name, component, lines=40):
+        path = os.path.join(self.clusters[name].dir, "logs", component + ".log")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return "".join(handle.readlines()[-lines:])
+        except OSError as exc:
+            return "(no log: %s)" % exc
+
+
+class Restart(threading.Thread):
+    """Start a killed component again after ``down`` seconds. The harness, not the product, must bring it back:
+    a start that fails (the process exits, or is not ready within START_WAIT) is retried with a fresh process, up
+    to START_ATTEMPTS times, and a final failure is kept with the component's log tail and raised by ``join``
+    (a thread's exception is otherwise lost, and the deploy under test only sees an API server that never returns)."""
+
+    START_ATTEMPTS = 3
+    START_WAIT = 60.0
+
+    def __init__(self, faults, name, component, down):
+        super().__init__(daemon=True, name="restart-%s-%s" % (name, component))
+        self.faults, self.cluster, self.component, self.down = faults, name, component, down
+        self.error = None
+        self.attempts = 0
+        self.start()
+
+    def run(self):
+        time.sleep(self.down)
+        failures = []
+        for attempt in range(1, self.START_ATTEMPTS + 1):
+            self.attempts = attempt
+            try:
+                clusterctl.start(self.faults.root, self.cluster, self.component, timeout=self.START_WAIT)
+                return
+            except BaseException as exc:  # pylint: disable=broad-except  # kept for join(), retried first
+                failures.append("attempt %d: %s: %s\n%s" % (self.attempts, type(exc).__name__, exc,
+                                                              self.faults.log_tail(self.cluster, self.component)))
+                try:  # a process that started but is not ready: kill it before the next attempt
+                    clusterctl.stop(self.faults.root, self.cluster, self.component)
+                except BaseException:  # pylint: disable=broad-except
+                    pass
+        self.error = "%s of %s could not be started again:\n%s" % (self.component, self.cluster, "\n".join(failures))
+
+    def join(self, timeout=None):
+        super().join(timeout)
+        if self.is_alive():
+            raise AssertionError("%s of %s: still restarting after %ss" % (self.component, self.cluster, timeout))
+        if self.error:
+            raise AssertionError(self.error)
 
 
 _BOOT = {}
@@ -241,8 +284,11 @@ def _ride_out(faults, ns, tmp_path, phase):
               "consistent, rerun converges" % phase) as case:
         bundle = render_bundle(cluster, tmp_path, release_objects("2.0.0"), ns, version="2.0.0")
         started = time.monotonic()
-        result = deployer(cluster, kube=kube, wait_timeout=120).deploy(bundle)
-        tap.result.join(RESTART_BUDGET)
+        try:
+            result = deployer(cluster, kube=kube, wait_timeout=120).deploy(bundle)
+        finally:  # a failed restart explains a failed deploy: join raises it
+            if tap.fired:
+                tap.result.join(RESTART_BUDGET)
         assert tap.fired, "the fault was injected"
         assert result.status == "deployed", result.to_dict()
         check_consistent(cluster, ns, "2.0.0", ["1.0.0", "2.0.0"])
@@ -279,8 +325,11 @@ def test_etcd_stopped_for_seconds_during_apply(faults, ns, tmp_path):
               lambda: faults.restart_later("etcd", down=4.0))
     with Case("etcd SIGKILLed for 4 s during the apply phase: deploy rides it out, history consistent"):
         bundle = render_bundle(cluster, tmp_path, release_objects("1.0.0"), ns, version="1.0.0")
-        result = deployer(cluster, kube=kube, wait_timeout=120).deploy(bundle)
-        tap.result.join(RESTART_BUDGET)
+        try:
+            result = deployer(cluster, kube=kube, wait_timeout=120).deploy(bundle)
+        finally:
+            if tap.fired:
+                tap.result.join(RESTART_BUDGET)
         assert tap.fired and result.status == "deployed"
         check_consistent(cluster, ns, "1.0.0", ["1.0.0"])
 
