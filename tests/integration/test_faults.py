@@ -118,8 +118,8 @@ class Restart(threading.Thread):
                 clusterctl.start(self.faults.root, self.cluster, self.component, timeout=self.START_WAIT)
                 return
             except BaseException as exc:  # pylint: disable=broad-except  # kept for join(), retried first
-                failures.append("attempt %d: %s: %s\n%s" % (self.attempts, type(exc).__name__, exc,
-                                                              self.faults.log_tail(self.cluster, self.component)))
+                tail = self.faults.log_tail(self.cluster, self.component)
+                failures.append("attempt %d: %s: %s\n%s" % (attempt, type(exc).__name__, exc, tail))
                 try:  # a process that started but is not ready: kill it before the next attempt
                     clusterctl.stop(self.faults.root, self.cluster, self.component)
                 except BaseException:  # pylint: disable=broad-except
