@@ -106,14 +106,12 @@ class Restart(threading.Thread):
         super().__init__(daemon=True, name="restart-%s-%s" % (name, component))
         self.faults, self.cluster, self.component, self.down = faults, name, component, down
         self.error = None
-        self.attempts = 0
         self.start()
 
     def run(self):
         time.sleep(self.down)
         failures = []
         for attempt in range(1, self.START_ATTEMPTS + 1):
-            self.attempts = attempt
             try:
                 clusterctl.start(self.faults.root, self.cluster, self.component, timeout=self.START_WAIT)
                 return
