@@ -84,6 +84,16 @@ class Cluster:
     def delete_namespace(self, name):
         self.delete("v1", "Namespace", None, name)
 
+    def assert_deleted(self, api_version, kind, namespace, name, timeout=30):
+        """A deleted object (manent deletes with Foreground propagation by default and does not wait) is at once
+        gone or being deleted (deletionTimestamp set); then the garbage collector removes it, later when the
+        controllers are busy: waits up to ``timeout`` for that."""
+        live = self.get(api_version, kind, namespace, name)
+        what = "/".join(p for p in (kind, namespace, name) if p)
+        assert live is None or (live.get("metadata") or {}).get("deletionTimestamp"), "%s was not deleted" % what
+        self.wait(lambda: self.get(api_version, kind, namespace, name) is None, timeout=timeout,
+                  what="%s gone" % what)
+
     def wait(self, predicate, timeout=60, interval=0.5, what="condition"):
         deadline = time.monotonic() + timeout
         last = None

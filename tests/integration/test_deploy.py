@@ -192,9 +192,8 @@ def test_prune_keeps_keep_anyone_and_namespaces(cluster, namespace, tmp_path):
             "ConfigMap/%s/shared-manent" % namespace:
                 "not pruned: ownership anyone (annotation manent.io/ownership): not the release's alone",
             "Namespace/" + extra: "not pruned: Namespaces are never deleted"}
-        for name in ("legacy", "gone"):
-            assert cluster.get("v1", "ConfigMap", namespace, name) is None
-        cluster.wait(lambda: cluster.get("v1", "Service", namespace, "old") is None, timeout=20, what="Service gone")
+        for kind, name in (("ConfigMap", "legacy"), ("ConfigMap", "gone"), ("Service", "old")):
+            cluster.assert_deleted("v1", kind, namespace, name)
         for name in ("stays", "kept", "shared-werf", "shared-manent"):
             assert cluster.get("v1", "ConfigMap", namespace, name) is not None
         assert cluster.get("v1", "Namespace", None, extra)["status"]["phase"] == "Active"

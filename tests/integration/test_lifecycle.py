@@ -134,7 +134,7 @@ def test_keep_and_anyone_objects_survive_a_rollback_with_prune(cluster, namespac
         "ConfigMap/%s/app" % namespace: "configured", "ConfigMap/%s/added" % namespace: "deleted",
         "ConfigMap/%s/added-keep" % namespace: "skipped", "ConfigMap/%s/added-anyone" % namespace: "skipped"}
     assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "1"}
-    assert cluster.get("v1", "ConfigMap", namespace, "added") is None
+    cluster.assert_deleted("v1", "ConfigMap", namespace, "added")
     assert cluster.get("v1", "ConfigMap", namespace, "added-keep") is not None
     assert cluster.get("v1", "ConfigMap", namespace, "added-anyone") is not None
     assert h.locator(cluster, namespace)["version"] == "1"

@@ -184,7 +184,7 @@ def test_prune_of_the_first_release_keeps_what_the_second_adopted(cluster, names
     assert reasons == {s % namespace: "not pruned: now belongs to %s" % B_NAME
                        for s in ("ConfigMap/%s/x", "ConfigMap/%s/y", "Service/%s/web")}
     assert cluster.get("v1", "ConfigMap", namespace, "x")["data"] == {"owner": "b"}
-    assert cluster.get("v1", "ConfigMap", namespace, "a-only") is None
+    cluster.assert_deleted("v1", "ConfigMap", namespace, "a-only")
 
     # rolling A back to 1.0.0 would take x, y and web back from B: refused before any write
     before = h.versions(cluster, namespace)

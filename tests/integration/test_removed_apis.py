@@ -107,7 +107,7 @@ def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namesp
     assert result.status == "deployed" and result.previous == "1.0.0"
     assert sorted(result.pruned) == ["Deployment/%s/legacy-web" % namespace, "Ingress/%s/legacy-ing" % namespace]
     cluster.wait(lambda: cluster.get("apps/v1", "Deployment", namespace, "legacy-web") is None, what="deleted")
-    assert cluster.get("networking.k8s.io/v1", "Ingress", namespace, "legacy-ing") is None
+    cluster.assert_deleted("networking.k8s.io/v1", "Ingress", namespace, "legacy-ing")
     assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "2"}
 
 

@@ -122,7 +122,7 @@ def test_full_rollout_a_to_b_then_b_to_a(cluster, namespace, tmp_path):
 
         retired = traffic(cluster, namespace).run("retire")
         assert replicas(cluster, namespace, "shop-a") == 0 and replicas(cluster, namespace, "worker-a") == 0
-        assert cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-a") is None
+        cluster.assert_deleted("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-a")
         assert cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-b") is not None
         assert "HorizontalPodAutoscaler/%s/worker-a" % namespace in retired.deleted
         assert traffic(cluster, namespace).run("retire").changed is False, "retire again: nothing to do"
@@ -155,7 +155,7 @@ def test_abort_at_half_moves_everything_back_then_scales_the_candidate_down(clus
         assert weights(rule(route, "app")) == {"a": 100, "b": 0}
         assert weights(rule(route, "testers")) == {"a": 100, "b": 0}, "testers go back to stable too"
         assert replicas(cluster, namespace, "shop-b") == 0 and replicas(cluster, namespace, "shop-a") == 4
-        assert cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-b") is None
+        cluster.assert_deleted("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-b")
         assert replicas(cluster, namespace, "worker-b") == 0
         assert aborted.changed is True
         assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ABORTED
