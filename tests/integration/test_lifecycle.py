@@ -107,8 +107,7 @@ def test_orphan_propagation_leaves_the_pods_of_a_pruned_replicaset(cluster, name
 
     result = h.deploy(cluster, tmp_path, [configmap("cfg", v="1")], namespace, version="2", prune=True)
     assert result.pruned == ["ReplicaSet/%s/legacy" % namespace]
-    cluster.wait(lambda: cluster.get("apps/v1", "ReplicaSet", namespace, "legacy") is None, timeout=30,
-                 what="ReplicaSet deleted")
+    cluster.assert_deleted("apps/v1", "ReplicaSet", namespace, "legacy")
 
     def orphaned():
         left = cluster.list("v1", "Pod", namespace, "rs=legacy")
@@ -162,4 +161,4 @@ def test_install_only_object_owned_by_the_release_does_what_the_warning_says(clu
     # out of the artifact: prune deletes it, as every object of the release
     third = h.deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
     assert third.pruned == ["ConfigMap/%s/seed" % namespace]
-    cluster.wait(lambda: cluster.get("v1", "ConfigMap", namespace, "seed") is None, timeout=30, what="seed pruned")
+    cluster.assert_deleted("v1", "ConfigMap", namespace, "seed")

@@ -106,7 +106,7 @@ def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namesp
 
     assert result.status == "deployed" and result.previous == "1.0.0"
     assert sorted(result.pruned) == ["Deployment/%s/legacy-web" % namespace, "Ingress/%s/legacy-ing" % namespace]
-    cluster.wait(lambda: cluster.get("apps/v1", "Deployment", namespace, "legacy-web") is None, what="deleted")
+    cluster.assert_deleted("apps/v1", "Deployment", namespace, "legacy-web", timeout=60)
     cluster.assert_deleted("networking.k8s.io/v1", "Ingress", namespace, "legacy-ing")
     assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "2"}
 
@@ -118,8 +118,7 @@ def test_rollback_maps_pure_renames_and_says_so(cluster, namespace, tmp_path):
                                                          configmap(namespace, "settings", "1")])
     deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2"),
                                                   deployment(namespace, "new-web")], tmp_path)
-    cluster.wait(lambda: cluster.get("apps/v1", "Deployment", namespace, "legacy-web") is None,
-                 what="legacy-web pruned by 2.0.0")
+    cluster.assert_deleted("apps/v1", "Deployment", namespace, "legacy-web", timeout=60)  # pruned by 2.0.0
 
     result = rollback(cluster, namespace, key)
 

@@ -47,11 +47,6 @@ def _manent_time(obj):
     return max(e["time"] for e in obj["metadata"]["managedFields"] if e["manager"] == "manent")
 
 
-def _gone(cluster, namespace, name, kind="Job", api_version="batch/v1"):
-    cluster.wait(lambda: cluster.get(api_version, kind, namespace, name) is None, timeout=60,
-                 what="%s %s deleted" % (kind, name))
-
-
 # --------------------------------------------------------------------------- stages in order
 
 
@@ -105,7 +100,8 @@ def test_failed_pre_stage_job_stops_before_the_main_tiers_and_a_rerun_converges(
     assert cluster.get("batch/v1", "Job", namespace, "smoke") is None
     assert h.record_status(cluster, namespace, "2") == "failed"
     assert h.locator(cluster, namespace)["version"] == "1"
-    _gone(cluster, namespace, "migrate")  # delete-policy failed: deleted once its reasons were reported
+    # delete-policy failed: deleted once its reasons were reported
+    cluster.assert_deleted("batch/v1", "Job", namespace, "migrate", timeout=60)
 
     fixed = job("migrate", {"werf.io/deploy-on": "pre-upgrade", "werf.io/delete-policy": "failed"})
     rerun = h.deploy(cluster, tmp_path, [fixed, configmap("app", v="2"),
@@ -163,7 +159,8 @@ def test_hook_annotations_map_to_stages_weights_and_delete_policies(cluster, nam
         ("deleted", "Job/second"), ("created", "ConfigMap/app")]
     first = cluster.get("batch/v1", "Job", namespace, "first")
     assert first["status"]["succeeded"] == 1  # before-hook-creation only: kept until the next deploy
-    _gone(cluster, namespace, "second")  # hook-succeeded: deleted after it completed
+    # hook-succeeded: deleted after it completed
+    cluster.assert_deleted("batch/v1", "Job", namespace, "second", timeout=60)
 
     # next deploy: the hooks run again (pre-upgrade), before-hook-creation recreates the first one
     again = h.deploy(cluster, tmp_path, objects[:3], namespace, version="2")
@@ -197,7 +194,7 @@ def test_chart_hook_runs_as_a_pre_install_stage_and_skipped_hooks_are_reported(c
                             ("deleted", "Job/sample-manent-sample-migrate")]  # hook-succeeded
     assert ("created", "Deployment/sample-manent-sample") in subjects[2:]
     assert result.hooks_skipped == ["Pod/sample-manent-sample-test-connection (hook: test)"]
-    _gone(cluster, namespace, "sample-manent-sample-migrate")
+    cluster.assert_deleted("batch/v1", "Job", namespace, "sample-manent-sample-migrate", timeout=60)
 
     skipped = h.render_chart_bundle(cluster, chart, namespace, helm, version="0.1.1", helm_release="sample",
                                     helm_skip_crds=True, helm_value=values)
