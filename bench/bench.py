@@ -63,6 +63,7 @@ sys.path.insert(1, os.path.join(ROOT, "hack"))
 import gen  # noqa: E402  pylint: disable=wrong-import-position
 from clusters import cache_dir, versions as versions_env  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
+CONTROLLER_QPS = 200  # client QPS of the controller-manager and scheduler of clusters the bench starts itself
 SETTLE_TIMEOUT = 180  # seconds a cell waits for the cluster to settle after the previous one (Cluster.settle)
 SCENARIOS = ("install", "noop", "image", "prune", "rollback", "check", "install+wait")
 SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image": "one image changed",
@@ -120,6 +121,7 @@ class Cluster:
             self.token = token
         self._ctx = ssl.create_default_context(cafile=self.ca_file)
         self.pids = {}  # control-plane component -> pid (load_clusters, from state.json)
+        self.controller_qps = None  # hack/clusters.py --controller-qps (state.json); None: the components' defaults
 
     def request(self, method, path, body=None, timeout=30):
         data = json.dumps(body).encode() if body is not None else None
@@ -211,9 +213,10 @@ def load_clusters(inventory):
     state = os.path.join(os.path.dirname(os.path.abspath(inventory)), "state.json")
     if os.path.exists(state):
         with open(state, encoding="utf-8") as handle:
-            pids = {c["name"]: c.get("pids") or {} for c in json.load(handle).get("clusters", [])}
+            known = {c["name"]: c for c in json.load(handle).get("clusters", [])}
         for cluster in clusters:
-            cluster.pids = dict(pids.get(cluster.name, {}))
+            cluster.pids = dict(known.get(cluster.name, {}).get("pids") or {})
+            cluster.controller_qps = known.get(cluster.name, {}).get("controller_qps")
     return clusters
 
 
@@ -234,7 +237,8 @@ def ensure_clusters(inventory, python):
                                  "and rerun" % inventory)
             time.sleep(5)
     log("no local clusters (no .clusters/state.json): starting them with hack/clusters.py up")
-    subprocess.run([python, os.path.join(ROOT, "hack", "clusters.py"), "up"], cwd=ROOT, check=True)
+    subprocess.run([python, os.path.join(ROOT, "hack", "clusters.py"), "up", "--controller-qps", str(CONTROLLER_QPS)],
+                   cwd=ROOT, check=True)
     return load_clusters(inventory), True
 
 
@@ -851,7 +855,47 @@ def appended_results(args, results_file):
     return None
 
 
+INVOCATION_KEYS = ("started", "command", "sizes", "runs", "cap", "caps", "size_scenarios", "budget_minutes",
+                   "remote_size", "controller_qps")
+
+
+def joined(previous, meta, sizes, replace=False, notes=()):
+    """--append: the results and meta of the earlier invocations (previous: their results.json) that this run adds
+    to; meta is this run's. replace: the earlier local cells of this run's sizes are dropped, and the earlier
+    invocations left with nothing measured (their other sizes or a remote section) with them."""
+    results = [r for r in previous["results"] if r.get("section") != "meta"]
+    old_meta = previous["meta"]
+    old_meta["notes"] = old_meta.get("notes", []) + list(notes)
+    # what each invocation measured and under which limits, for the Notes of the report
+    old_meta.setdefault("invocations", [dict((k, old_meta.get(k)) for k in INVOCATION_KEYS)])
+    if replace:
+        results = [r for r in results if not (r.get("section") == "local" and r.get("size") in sizes)]
+        kept = []
+        for earlier in old_meta["invocations"]:
+            left = [x for x in earlier.get("sizes") or [] if x not in sizes]
+            if left or earlier.get("remote_size"):
+                earlier["replaced"] = sorted(set(earlier.get("replaced") or []) | (
+                    set(earlier.get("sizes") or []) - set(left)))
+                earlier["sizes"] = left
+                kept.append(earlier)
+        old_meta["invocations"] = kept
+    old_meta["invocations"].append(dict((k, meta.get(k)) for k in INVOCATION_KEYS))
+    old_meta["caps"] = dict(old_meta.get("caps") or {}, **meta["caps"])
+    old_meta["size_scenarios"] = dict(old_meta.get("size_scenarios") or {}, **meta["size_scenarios"])
+    old_meta["cap"] = max([old_meta.get("cap") or 0, meta["cap"]])
+    if not old_meta.get("settle_timeout"):  # cells of an older run started without waiting: say nothing
+        old_meta["settle_timeout"] = None
+    else:
+        old_meta["settle_timeout"] = max(old_meta["settle_timeout"], meta["settle_timeout"])
+    for key in ("remote_size", "delay_ms"):
+        if meta[key]:
+            old_meta[key] = meta[key]
+    return results, old_meta
+
+
 def cmd_run(args):
+    if args.replace and not args.append:
+        raise SystemExit("bench: --replace drops earlier results of --append; without --append there are none")
     bench = Bench(args)
     inventory = os.path.abspath(args.inventory)
     clusters, started = ensure_clusters(inventory, args.clusters_python)
@@ -876,29 +920,9 @@ def cmd_run(args):
                       "cap": max(bench.caps.values()), "caps": {str(k): v for k, v in bench.caps.items() if k},
                       "size_scenarios": {str(k): v for k, v in bench.size_scenarios.items()},
                       "budget_minutes": args.budget_minutes, "inventory": inventory,
-                      "settle_timeout": args.settle_timeout}
+                      "settle_timeout": args.settle_timeout, "controller_qps": cluster.controller_qps}
         if previous:  # --append: add this run's sections to the results already there
-            bench.results = [r for r in previous["results"] if r.get("section") != "meta"]
-            old_meta = previous["meta"]
-            old_meta["notes"] = old_meta.get("notes", []) + list(args.note)
-            # what this invocation measured and under which limits, for the Notes of the report
-            old_meta.setdefault("invocations", [dict((k, old_meta.get(k)) for k in (
-                "started", "command", "sizes", "runs", "cap", "caps", "size_scenarios", "budget_minutes",
-                "remote_size"))])
-            old_meta["invocations"].append(dict((k, bench.meta.get(k)) for k in (
-                "started", "command", "sizes", "runs", "cap", "caps", "size_scenarios", "budget_minutes",
-                "remote_size")))
-            old_meta["caps"] = dict(old_meta.get("caps") or {}, **bench.meta["caps"])
-            old_meta["size_scenarios"] = dict(old_meta.get("size_scenarios") or {}, **bench.meta["size_scenarios"])
-            old_meta["cap"] = max([old_meta.get("cap") or 0, bench.meta["cap"]])
-            if not old_meta.get("settle_timeout"):  # cells of an older run started without waiting: say nothing
-                old_meta["settle_timeout"] = None
-            else:
-                old_meta["settle_timeout"] = max(old_meta["settle_timeout"], bench.meta["settle_timeout"])
-            for key in ("remote_size", "delay_ms"):
-                if bench.meta[key]:
-                    old_meta[key] = bench.meta[key]
-            bench.meta = old_meta
+            bench.results, bench.meta = joined(previous, bench.meta, sizes, args.replace, args.note)
         bench.chart = bench.package_chart()
         inv = write_inventory(os.path.join(bench.work, "inventory.yml"), clusters, bench.python)
         log("tools %s, sizes %s, %d runs, cluster %s; missing: %s"
@@ -944,6 +968,9 @@ def main(argv=None):
     run.add_argument("--append", action="store_true",
                      help="add to the results of the previous run in --out (none there: to bench/results.json, the "
                           "raw results of the committed BENCHMARKS.md, when this run rewrites it)")
+    run.add_argument("--replace", action="store_true",
+                     help="with --append: drop the earlier local cells of the sizes this run measures (and the "
+                          "earlier invocations left with nothing), e.g. to measure them again on other clusters")
     run.add_argument("--note", action="append", default=[], help="a line for the Notes of BENCHMARKS.md")
     run.add_argument("--remote-size", type=int, default=300)
     run.add_argument("--cap", default="30=60,300=180,3000=%d" % CMD_TIMEOUT,

@@ -460,11 +460,13 @@ def notes(meta, med, deviations, sizes, tools):
     invocations = meta.get("invocations") or []
     if len(invocations) > 1:
         out.append("This report joins %d invocations of bench/bench.py (`--append`), one after the other on the same "
-                   "cluster: %s." % (len(invocations), "; ".join(
+                   "machine: %s." % (len(invocations), "; ".join(
                        "%s: sizes %s, %s run(s)%s%s" % (
                            inv.get("started"), ",".join(str(x) for x in inv.get("sizes") or []) or "none",
                            inv.get("runs"), ", remote section planned" if inv.get("remote_size") else ", no remote section",
                            (", budget %s min" % inv["budget_minutes"]) if inv.get("budget_minutes") else "")
+                       + ("; its %s-object cells were measured again by a later invocation (`--replace`)" % ",".join(
+                           str(x) for x in inv["replaced"]) if inv.get("replaced") else "")
                        for inv in invocations)))
     if meta.get("remote_size") and not any(k[0] == "remote" for k in med):
         out.append("Remote section (%d objects, %d ms): not measured in this run." % (
@@ -514,6 +516,22 @@ def notes(meta, med, deviations, sizes, tools):
     return ["## Notes", ""] + ["- " + n for n in out] + [""]
 
 
+def controller_clients(meta):
+    """How fast the cluster's controllers could write (hack/clusters.py --controller-qps), per invocation when
+    they differ: it sets how long a rollout takes, not what the deploy commands cost."""
+    def said(qps):
+        return ("controller-manager and scheduler at %d requests/s (burst %d, `hack/clusters.py up --controller-qps "
+                "%d`)" % (qps, 2 * qps, qps) if qps else
+                "controller-manager and scheduler at their default client rates (controller-manager 20 requests/s, "
+                "burst 30)")
+    invocations = meta.get("invocations") or [meta]
+    rates = [inv.get("controller_qps") for inv in invocations]
+    if len(set(rates)) == 1:
+        return said(rates[0])
+    return "; ".join("sizes %s: %s" % (",".join(str(x) for x in inv.get("sizes") or []) or "remote", said(qps))
+                     for inv, qps in zip(invocations, rates))
+
+
 def write(meta, results, md_path, png_path):
     cap = meta.get("cap")
     med, failures = medians(results, cap)
@@ -541,7 +559,7 @@ def write(meta, results, md_path, png_path):
                  ", ".join("%.1f" % x for x in meta["load_before"]),
                  ", ".join("%.1f" % x for x in meta.get("load_after", [])) or "n/a"),
              "- Cluster: local `%s` (hack/clusters.py: real kube-apiserver, etcd, controller-manager, scheduler; "
-             "kwok nodes make pods Ready), loopback." % meta["cluster"], "",
+             "kwok nodes make pods Ready), loopback; %s." % (meta["cluster"], controller_clients(meta)), "",
              "## Versions", "", "| tool | version |", "|---|---|"]
     lines += ["| %s | %s |" % (k, str(val).replace("\n", " ")) for k, val in v.items()]
     lines += ["", "Pinned in hack/versions.env (kubectl = K8S_VERSION, HELM_VERSION, HELM4_VERSION) and "

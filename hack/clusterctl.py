@@ -87,7 +87,8 @@ def start(root, name, component, wait=True, timeout=120):
         state, c = _cluster(root, name)
         if clusters._alive(c["pids"].get(component, 0) or 0):  # pylint: disable=protected-access
             return c["pids"][component]
-        argv = dict(clusters.cluster_processes(clusters.binaries(), c["dir"], c["ports"], c["url"]))[component]
+        argv = dict(clusters.cluster_processes(clusters.binaries(), c["dir"], c["ports"], c["url"],
+                                               c.get("controller_qps")))[component]
         pid = clusters.spawn(c["dir"], component, argv)
         c["pids"][component] = pid
         clusters.save_state(root, state)

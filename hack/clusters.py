@@ -4,7 +4,7 @@ Each cluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler
 whose pods really become Ready), on loopback, with its own CA, TLS serving certificate, static tokens,
 client-certificate authentication, Node,RBAC authorization and service-account token issuing.
 
-    python3 hack/clusters.py up   [--dir .clusters] [--topology eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a]
+    python3 hack/clusters.py up   [--dir .clusters] [--topology eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a] [--controller-qps N]
     python3 hack/clusters.py down [--dir .clusters]
     python3 hack/clusters.py status [--dir .clusters]
     python3 hack/clusters.py nodes  [--dir .clusters]   # bring running clusters' nodes up to date
@@ -160,8 +160,16 @@ def spawn(d, name, argv):
     return p.pid
 
 
-def cluster_processes(b, d, ports, url):
+def controller_client_flags(qps):
+    """Client rate limits of the controller-manager and the scheduler: their defaults (--kube-api-qps 20, burst 30
+    for the controller-manager, as on most clusters) unless qps is set. A namespace of 900 Deployments takes the
+    controller-manager several thousand writes (ReplicaSets, pods, their status) to roll out: minutes at 20 a second."""
+    return ["--kube-api-qps", str(qps), "--kube-api-burst", str(2 * qps)] if qps else []
+
+
+def cluster_processes(b, d, ports, url, controller_qps=None):
     kc = os.path.join(d, "admin.kubeconfig")
+    client = controller_client_flags(controller_qps)
     return [
         ("etcd", [b["etcd"], "--name", "etcd", "--data-dir", os.path.join(d, "etcd"),
                   "--listen-client-urls", "http://127.0.0.1:%d" % ports["etcd"],
@@ -192,11 +200,11 @@ def cluster_processes(b, d, ports, url):
                                      "--use-service-account-credentials=false", "--leader-elect=false",
                                      "--controllers", "*,-nodeipam,-cloud-node-lifecycle,"
                                      "-service-lb-controller,-persistentvolume-binder,-attachdetach",
-                                     "--concurrent-deployment-syncs", "10", "--v=1"]),
+                                     "--concurrent-deployment-syncs", "10", "--v=1"] + client),
         ("kube-scheduler", [b["kube-scheduler"], "--kubeconfig", kc,
                             "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
                             "--bind-address", "127.0.0.1", "--secure-port", str(ports["sched"]),
-                            "--leader-elect=false", "--v=1"]),
+                            "--leader-elect=false", "--v=1"] + client),
         ("kwok", [b["kwok"], "--kubeconfig", kc, "--config", os.path.join(HERE, "kwok", "stages.yaml"),
                   "--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
                   "--node-ip", "10.0.0.1", "--cidr", "10.244.0.1/16", "--server-address", ""]),
@@ -377,18 +385,18 @@ def up(args):
         url = "https://127.0.0.1:%d" % ports["api"]
         kubeconfig(os.path.join(d, "admin.kubeconfig"), url, d)
         clusters.append({"name": name, "region": region, "az": az, "dir": d, "url": url, "ports": ports,
-                         "admin_token": admin_token, "pids": {}})
+                         "admin_token": admin_token, "pids": {}, "controller_qps": args.controller_qps})
     state = {"clusters": clusters, "created": time.time()}
     try:
         for c in clusters:  # etcd + apiserver of every cluster first, in parallel
-            for comp, argv in cluster_processes(b, c["dir"], c["ports"], c["url"])[:2]:
+            for comp, argv in cluster_processes(b, c["dir"], c["ports"], c["url"], c["controller_qps"])[:2]:
                 c["pids"][comp] = spawn(c["dir"], comp, argv)
         save_state(root, state)
         deadline = time.time() + START_TIMEOUT
         for c in clusters:
             wait_ready(c, deadline)
         for c in clusters:
-            for comp, argv in cluster_processes(b, c["dir"], c["ports"], c["url"])[2:]:
+            for comp, argv in cluster_processes(b, c["dir"], c["ports"], c["url"], c["controller_qps"])[2:]:
                 c["pids"][comp] = spawn(c["dir"], comp, argv)
         save_state(root, state)
         for c in clusters:
@@ -532,6 +540,10 @@ def main(argv=None):
     p.add_argument("--topology", default=os.environ.get("MANENT_TOPOLOGY", DEFAULT_TOPOLOGY),
                    help="comma separated region/az, one cluster each")
     p.add_argument("--base-port", type=int, default=int(os.environ.get("MANENT_BASE_PORT", "17443")))
+    p.add_argument("--controller-qps", type=int, default=int(os.environ.get("MANENT_CONTROLLER_QPS") or 0) or None,
+                   help="client QPS of kube-controller-manager and kube-scheduler (burst twice that); default: "
+                        "their own defaults. make bench's clusters use 200 so that thousands of objects roll out "
+                        "in seconds, not minutes")
     args = p.parse_args(argv)
     return {"up": up, "down": down, "status": status, "nodes": nodes}[args.command](args)
 

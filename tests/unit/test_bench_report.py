@@ -204,3 +204,49 @@ def test_append_on_a_fresh_clone_adds_to_the_kept_results_of_benchmarks_md(tmp_p
     with open(fresh, "w", encoding="utf-8") as handle:
         handle.write("{}")
     assert bench.appended_results(args, fresh) == fresh
+
+
+def _meta(started, sizes, remote_size=None, controller_qps=None):
+    return {"started": started, "command": "make bench # %s" % started, "sizes": sizes, "runs": 3, "cap": 60,
+            "caps": {}, "size_scenarios": {}, "budget_minutes": None, "remote_size": remote_size,
+            "controller_qps": controller_qps, "settle_timeout": 300, "delay_ms": 50 if remote_size else None,
+            "notes": []}
+
+
+def test_append_with_replace_drops_the_earlier_cells_of_the_sizes_measured_again():
+    first = dict(_meta("first", [30, 300], remote_size=300), invocations=[_meta("first", [30, 300], remote_size=300)])
+    second = _meta("second", [3000])
+    previous = {"meta": first, "results": [
+        _result("kubectl", 300, "install", 2.0), _result("kubectl", 3000, "install", 20.0),
+        dict(_result("kubectl", 300, "install", 3.0), section="remote"), {"section": "meta"}]}
+    results, meta = bench.joined(json.loads(json.dumps(previous)), second, [3000])
+    assert [r["size"] for r in results] == [300, 3000, 300]  # plain --append keeps every earlier cell
+    assert [i["started"] for i in meta["invocations"]] == ["first", "second"]
+
+    previous["meta"]["invocations"].append(second)
+    third = _meta("third", [300, 3000], controller_qps=200)
+    results, meta = bench.joined(previous, third, [300, 3000], replace=True)
+    # the local cells of 300 and 3,000 go; the remote section of the first invocation stays, and so does it
+    assert [(r["section"], r["size"]) for r in results] == [("remote", 300)]
+    assert [(i["started"], i["sizes"], i.get("replaced")) for i in meta["invocations"]] == [
+        ("first", [30], [300]), ("third", [300, 3000], None)]
+    assert report.controller_clients(meta) == (
+        "sizes 30: controller-manager and scheduler at their default client rates (controller-manager 20 requests/s, "
+        "burst 30); sizes 300,3000: controller-manager and scheduler at 200 requests/s (burst 400, "
+        "`hack/clusters.py up --controller-qps 200`)")
+    assert report.controller_clients(third).startswith("controller-manager and scheduler at 200 requests/s")
+
+
+def test_the_controller_rate_is_passed_to_the_controller_manager_and_scheduler_only_when_asked():
+    sys.path.insert(0, os.path.join(ROOT, "hack"))
+    import clusters  # pylint: disable=import-outside-toplevel,import-error
+
+    binaries = {name: name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")}
+    ports = {"etcd": 1, "etcd_peer": 2, "api": 3, "kcm": 4, "sched": 5}
+    default = dict(clusters.cluster_processes(binaries, "/d", ports, "https://x"))
+    fast = dict(clusters.cluster_processes(binaries, "/d", ports, "https://x", controller_qps=200))
+    assert all("--kube-api-qps" not in argv for argv in default.values())
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        assert fast[name][-4:] == ["--kube-api-qps", "200", "--kube-api-burst", "400"]
+        assert fast[name][:-4] == default[name]
+    assert fast["kube-apiserver"] == default["kube-apiserver"] and fast["kwok"] == default["kwok"]
