@@ -879,6 +879,8 @@ def joined(previous, meta, sizes, replace=False, notes=()):
                 earlier["sizes"] = left
                 kept.append(earlier)
         old_meta["invocations"] = kept
+        for key in ("caps", "size_scenarios"):  # the limits of the cells dropped go with them
+            old_meta[key] = {k: v for k, v in (old_meta.get(key) or {}).items() if int(k) not in sizes}
     old_meta["invocations"].append(dict((k, meta.get(k)) for k in INVOCATION_KEYS))
     old_meta["caps"] = dict(old_meta.get("caps") or {}, **meta["caps"])
     old_meta["size_scenarios"] = dict(old_meta.get("size_scenarios") or {}, **meta["size_scenarios"])

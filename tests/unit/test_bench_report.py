@@ -216,6 +216,7 @@ def _meta(started, sizes, remote_size=None, controller_qps=None):
 def test_append_with_replace_drops_the_earlier_cells_of_the_sizes_measured_again():
     first = dict(_meta("first", [30, 300], remote_size=300), invocations=[_meta("first", [30, 300], remote_size=300)])
     second = _meta("second", [3000])
+    first.update(caps={"300": 150, "3000": 240}, size_scenarios={"3000": ["install", "noop"]})
     previous = {"meta": first, "results": [
         _result("kubectl", 300, "install", 2.0), _result("kubectl", 3000, "install", 20.0),
         dict(_result("kubectl", 300, "install", 3.0), section="remote"), {"section": "meta"}]}
@@ -230,6 +231,7 @@ def test_append_with_replace_drops_the_earlier_cells_of_the_sizes_measured_again
     assert [(r["section"], r["size"]) for r in results] == [("remote", 300)]
     assert [(i["started"], i["sizes"], i.get("replaced")) for i in meta["invocations"]] == [
         ("first", [30], [300]), ("third", [300, 3000], None)]
+    assert meta["caps"] == {} and meta["size_scenarios"] == {}  # the dropped cells' limits went with them
     assert report.controller_clients(meta) == (
         "sizes 30: controller-manager and scheduler at their default client rates (controller-manager 20 requests/s, "
         "burst 30); sizes 300,3000: controller-manager and scheduler at 200 requests/s (burst 400, "
