@@ -542,8 +542,8 @@ def main(argv=None):
     p.add_argument("--base-port", type=int, default=int(os.environ.get("MANENT_BASE_PORT", "17443")))
     p.add_argument("--controller-qps", type=int, default=int(os.environ.get("MANENT_CONTROLLER_QPS") or 0) or None,
                    help="client QPS of kube-controller-manager and kube-scheduler (burst twice that); default: "
-                        "their own defaults. make bench's clusters use 200 so that thousands of objects roll out "
-                        "in seconds, not minutes")
+                        "their own defaults. Clusters the bench starts use 200, so that the controllers' rate limit "
+                        "does not hold back a rollout of thousands of objects")
     args = p.parse_args(argv)
     return {"up": up, "down": down, "status": status, "nodes": nodes}[args.command](args)
 
