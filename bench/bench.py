@@ -420,7 +420,13 @@ def run_steps(steps, workdir, cap=CMD_TIMEOUT):
             env.update({"BENCH_TIMER_FILE": timer, "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
                         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins")})
         start = time.monotonic()
-        returncode, out, rss, used = _run_one(step.argv, env, max(1.0, cap - total))
+        try:
+            returncode, out, rss, used = _run_one(step.argv, env, max(1.0, cap - total))
+        except Capped as err:
+            if total:  # the cap is the cell's, not this step's: say so
+                raise Capped("%s (this step's share of the cell's %d s cap, after %.0f s of earlier steps)"
+                             % (err, cap, total)) from None
+            raise
         total += time.monotonic() - start
         peak = max(peak, rss or 0.0)
         cpu = None if used is None or cpu is None else cpu + used
@@ -856,7 +862,18 @@ def appended_results(args, results_file):
 
 
 INVOCATION_KEYS = ("started", "command", "sizes", "runs", "cap", "caps", "size_scenarios", "budget_minutes",
-                   "remote_size", "controller_qps")
+                   "remote_size", "controller_qps", "manent_version")
+
+
+def size_scenarios_of(invocations):
+    """{size: scenarios} of the sizes that the joined invocations did not measure in every scenario: at each size, the
+    scenarios of every invocation that measured it (its --size-scenarios, else all of them)."""
+    measured = {}
+    for inv in invocations:
+        limits = inv.get("size_scenarios") or {}
+        for size in inv.get("sizes") or []:
+            measured.setdefault(str(size), set()).update(limits.get(str(size)) or SCENARIOS)
+    return {size: [x for x in SCENARIOS if x in got] for size, got in measured.items() if not set(SCENARIOS) <= got}
 
 
 def joined(previous, meta, sizes, replace=False, notes=()):
@@ -883,7 +900,7 @@ def joined(previous, meta, sizes, replace=False, notes=()):
             old_meta[key] = {k: v for k, v in (old_meta.get(key) or {}).items() if int(k) not in sizes}
     old_meta["invocations"].append(dict((k, meta.get(k)) for k in INVOCATION_KEYS))
     old_meta["caps"] = dict(old_meta.get("caps") or {}, **meta["caps"])
-    old_meta["size_scenarios"] = dict(old_meta.get("size_scenarios") or {}, **meta["size_scenarios"])
+    old_meta["size_scenarios"] = size_scenarios_of(old_meta["invocations"])
     old_meta["cap"] = max([old_meta.get("cap") or 0, meta["cap"]])
     if not old_meta.get("settle_timeout"):  # cells of an older run started without waiting: say nothing
         old_meta["settle_timeout"] = None
@@ -923,6 +940,7 @@ def cmd_run(args):
                       "size_scenarios": {str(k): v for k, v in bench.size_scenarios.items()},
                       "budget_minutes": args.budget_minutes, "inventory": inventory,
                       "settle_timeout": args.settle_timeout, "controller_qps": cluster.controller_qps}
+        bench.meta["manent_version"] = bench.meta["versions"].get("manent.kubernetes")
         if previous:  # --append: add this run's sections to the results already there
             bench.results, bench.meta = joined(previous, bench.meta, sizes, args.replace, args.note)
         bench.chart = bench.package_chart()

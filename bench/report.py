@@ -485,9 +485,7 @@ def notes(meta, med, deviations, sizes, tools):
         reasons = [d for d in deviations[key] if not d.endswith("not run (deadline)")]
         if len(reasons) < len(deviations[key]):
             got = med.get(key)
-            late[(section, size)].add("%s %s (%s)" % (
-                tool, SCENARIO_TITLES.get(scenario, scenario),
-                "median of the %d run(s) measured in all" % got[1] if got and got[1] else "no run measured"))
+            late[(section, size)].add((tool, scenario, got[1] if got else 0))
         if not reasons:
             continue
         got = med.get(key)
@@ -497,7 +495,7 @@ def notes(meta, med, deviations, sizes, tools):
         out.append("%s, %s, %d objects, %s: %s; %s." % (section, tool, size, title, "; ".join(reasons), what))
     for (section, size), cells in sorted(late.items()):
         out.append("%s, %d objects: not run in some or all runs because the time budget was spent: %s." % (
-            section, size, ", ".join(sorted(cells))))
+            section, size, late_cells(cells)))
     short = collections.defaultdict(set)
     for key, value in med.items():
         if value[2] < runs and key not in deviations and key[1] != "manent-apply":
@@ -516,6 +514,24 @@ def notes(meta, med, deviations, sizes, tools):
     return ["## Notes", ""] + ["- " + n for n in out] + [""]
 
 
+def late_cells(cells):
+    """The cells the time budget left out ((tool, scenario, runs measured)), by tool: "helm3 (first install,
+    rollback: 2 runs measured), k8s (first install, prune: 1 run measured; rollback: no run measured)"."""
+    def runs(n):
+        return "%d run%s measured" % (n, "" if n == 1 else "s") if n else "no run measured"
+    by_tool = collections.defaultdict(list)
+    for tool, scenario, count in cells:
+        by_tool[tool].append((SCENARIOS.index(scenario) if scenario in SCENARIOS else len(SCENARIOS), scenario, count))
+    said = []
+    for tool in sorted(by_tool):
+        groups = collections.OrderedDict()  # runs measured -> scenarios, in the order of the scenarios
+        for _, scenario, count in sorted(by_tool[tool]):
+            groups.setdefault(count, []).append(SCENARIO_TITLES.get(scenario, scenario))
+        said.append("%s (%s)" % (tool, "; ".join("%s: %s" % (", ".join(titles), runs(count))
+                                                 for count, titles in groups.items())))
+    return ", ".join(said)
+
+
 def controller_clients(meta):
     """How fast the cluster's controllers could write (hack/clusters.py --controller-qps), per invocation when
     they differ: it sets how long a rollout takes, not what the deploy commands cost."""
@@ -530,6 +546,18 @@ def controller_clients(meta):
         return said(rates[0])
     return "; ".join("sizes %s: %s" % (",".join(str(x) for x in inv.get("sizes") or []) or "remote", said(qps))
                      for inv, qps in zip(invocations, rates))
+
+
+def manent_versions(meta):
+    """The collection's version and commit, per invocation when a joined report's invocations ran different code
+    (invocations recorded before bench.py kept it per invocation: the first one's, from meta["versions"])."""
+    invocations = meta.get("invocations") or [meta]
+    first = meta["versions"].get("manent.kubernetes")
+    said = [inv.get("manent_version") or (first if i == 0 else None) for i, inv in enumerate(invocations)]
+    if len(set(said)) == 1 or None in said:
+        return first
+    return "; ".join("%s (sizes %s)" % (version, ",".join(str(x) for x in inv.get("sizes") or []) or "remote")
+                     for inv, version in zip(invocations, said))
 
 
 def write(meta, results, md_path, png_path):
@@ -561,7 +589,8 @@ def write(meta, results, md_path, png_path):
              "- Cluster: local `%s` (hack/clusters.py: real kube-apiserver, etcd, controller-manager, scheduler; "
              "kwok nodes make pods Ready), loopback; %s." % (meta["cluster"], controller_clients(meta)), "",
              "## Versions", "", "| tool | version |", "|---|---|"]
-    lines += ["| %s | %s |" % (k, str(val).replace("\n", " ")) for k, val in v.items()]
+    lines += ["| %s | %s |" % (k, str(manent_versions(meta) if k == "manent.kubernetes" else val).replace("\n", " "))
+              for k, val in v.items()]
     lines += ["", "Pinned in hack/versions.env (kubectl = K8S_VERSION, HELM_VERSION, HELM4_VERSION) and "
               "bench/requirements.txt (ansible, kubernetes.core inside it).", ""]
     if meta.get("missing"):

@@ -252,3 +252,34 @@ def test_the_controller_rate_is_passed_to_the_controller_manager_and_scheduler_o
         assert fast[name][-4:] == ["--kube-api-qps", "200", "--kube-api-burst", "400"]
         assert fast[name][:-4] == default[name]
     assert fast["kube-apiserver"] == default["kube-apiserver"] and fast["kwok"] == default["kwok"]
+
+
+def test_a_joined_report_names_the_code_each_invocation_measured_and_groups_the_cells_left_out():
+    meta = dict(_meta("first", [300]), versions={"manent.kubernetes": "0.1.0 (commit aaa)"})
+    meta["invocations"] = [dict(_meta("first", [300])), dict(_meta("second", [3000]), manent_version="0.1.0 (commit bbb)")]
+    # the first invocation predates manent_version: it ran the code of meta["versions"]
+    assert report.manent_versions(meta) == "0.1.0 (commit aaa) (sizes 300); 0.1.0 (commit bbb) (sizes 3000)"
+    meta["invocations"][1]["manent_version"] = "0.1.0 (commit aaa)"
+    assert report.manent_versions(meta) == "0.1.0 (commit aaa)"
+    assert report.late_cells({("k8s", "rollback", 1), ("k8s", "install", 2), ("k8s", "noop", 2),
+                              ("helm3", "check", 0)}) == (
+        "helm3 (check mode (dry run): no run measured), "
+        "k8s (first install, nothing changed: 2 runs measured; rollback: 1 run measured)")
+
+
+def test_a_capped_step_after_others_says_the_cap_is_the_cells(tmp_path):
+    steps = [bench.Step(argv=["true"]), bench.Step(argv=["sleep", "30"])]
+    with pytest.raises(bench.Capped, match=r"this step's share of the cell's 2 s cap"):
+        bench.run_steps(steps, str(tmp_path), cap=2)
+
+
+def test_a_size_measured_in_every_scenario_by_one_invocation_is_not_reported_as_narrowed_by_another():
+    every = _meta("every", [3000])
+    some = dict(_meta("some", [3000]), size_scenarios={"3000": ["install", "noop"]})
+    previous = {"meta": dict(every, invocations=[every]), "results": []}
+    _results, meta = bench.joined(json.loads(json.dumps(previous)), some, [3000])
+    assert meta["size_scenarios"] == {}
+    previous = {"meta": dict(some, invocations=[some]), "results": []}
+    other = dict(_meta("other", [3000]), size_scenarios={"3000": ["check", "noop"]})
+    _results, meta = bench.joined(previous, other, [3000])
+    assert meta["size_scenarios"] == {"3000": ["install", "noop", "check"]}
