@@ -525,7 +525,7 @@ def late_cells(cells):
     said = []
     for tool in sorted(by_tool):
         groups = collections.OrderedDict()  # runs measured -> scenarios, in the order of the scenarios
-        for _, scenario, count in sorted(by_tool[tool]):
+        for _order, scenario, count in sorted(by_tool[tool]):
             groups.setdefault(count, []).append(SCENARIO_TITLES.get(scenario, scenario))
         said.append("%s (%s)" % (tool, "; ".join("%s: %s" % (", ".join(titles), runs(count))
                                                  for count, titles in groups.items())))
