@@ -896,8 +896,8 @@ def joined(previous, meta, sizes, replace=False, notes=()):
                 earlier["sizes"] = left
                 kept.append(earlier)
         old_meta["invocations"] = kept
-        for key in ("caps", "size_scenarios"):  # the limits of the cells dropped go with them
-            old_meta[key] = {k: v for k, v in (old_meta.get(key) or {}).items() if int(k) not in sizes}
+        # the caps of the cells dropped go with them (their scenario limits: size_scenarios_of, from the invocations)
+        old_meta["caps"] = {k: v for k, v in (old_meta.get("caps") or {}).items() if int(k) not in sizes}
     old_meta["invocations"].append(dict((k, meta.get(k)) for k in INVOCATION_KEYS))
     old_meta["caps"] = dict(old_meta.get("caps") or {}, **meta["caps"])
     old_meta["size_scenarios"] = size_scenarios_of(old_meta["invocations"])
