@@ -516,6 +516,7 @@ class Bench:
             self.size_scenarios[int(size)] = [x for x in chosen.split(",") if x]
         self.deadline = time.time() + 60 * args.budget_minutes if args.budget_minutes else None
         self.results_file = os.path.join(self.out, "results.json")
+        self.invocation = None  # this invocation's "started": every result it records names it
 
     # ----------------------------------------------------------------- common helpers
     def ansible_env(self):
@@ -619,6 +620,8 @@ class Bench:
 
     # ----------------------------------------------------------------- recording
     def record(self, **kw):
+        if self.invocation:
+            kw.setdefault("invocation", self.invocation)
         self.results.append(kw)
         write_results(self.meta, self.results, self.results_file)
 
@@ -879,7 +882,8 @@ def size_scenarios_of(invocations):
 def joined(previous, meta, sizes, replace=False, notes=()):
     """--append: the results and meta of the earlier invocations (previous: their results.json) that this run adds
     to; meta is this run's. replace: the earlier local cells of this run's sizes are dropped, and the earlier
-    invocations left with nothing measured (their other sizes or a remote section) with them."""
+    invocations left with nothing measured (their other sizes or a remote section) with them, and with them the
+    results they recorded besides (their floor runs)."""
     results = [r for r in previous["results"] if r.get("section") != "meta"]
     old_meta = previous["meta"]
     old_meta["notes"] = old_meta.get("notes", []) + list(notes)
@@ -896,6 +900,10 @@ def joined(previous, meta, sizes, replace=False, notes=()):
                 earlier["sizes"] = left
                 kept.append(earlier)
         old_meta["invocations"] = kept
+        # what the dropped invocations measured besides those cells (Ansible's floor) goes with them: a floor is
+        # compared with the cells of its own invocation, on the machine as fast as it was then
+        started = {inv.get("started") for inv in kept}
+        results = [r for r in results if r.get("invocation") is None or r["invocation"] in started]
         # the caps of the cells dropped go with them (their scenario limits: size_scenarios_of, from the invocations)
         old_meta["caps"] = {k: v for k, v in (old_meta.get("caps") or {}).items() if int(k) not in sizes}
     old_meta["invocations"].append(dict((k, meta.get(k)) for k in INVOCATION_KEYS))
@@ -941,6 +949,7 @@ def cmd_run(args):
                       "budget_minutes": args.budget_minutes, "inventory": inventory,
                       "settle_timeout": args.settle_timeout, "controller_qps": cluster.controller_qps}
         bench.meta["manent_version"] = bench.meta["versions"].get("manent.kubernetes")
+        bench.invocation = bench.meta["started"]
         if previous:  # --append: add this run's sections to the results already there
             bench.results, bench.meta = joined(previous, bench.meta, sizes, args.replace, args.note)
         bench.chart = bench.package_chart()

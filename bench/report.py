@@ -197,17 +197,49 @@ def plot(med, sizes, tools, path):
     plt.close(fig)
 
 
-def floor_section(med, tools):
-    """Ansible's floor (bench/playbooks/floor.yml) and what it means for the Ansible rows at 300 objects."""
+def floors(results, meta):
+    """[(invocation, median seconds, runs)] of Ansible's floor (bench/playbooks/floor.yml), one per invocation that
+    measured it, in the order of the invocations (results recorded before bench.py named their invocation: one
+    entry, invocation None)."""
+    times = collections.OrderedDict((inv.get("started"), []) for inv in meta.get("invocations") or [meta])
+    for r in results:
+        if r.get("section") == "floor" and r.get("ok"):
+            times.setdefault(r.get("invocation"), []).append(r["seconds"])
+    return [(started, statistics.median(got), len(got)) for started, got in times.items() if got]
+
+
+def floor_at(results, meta, size):
+    """Ansible's floor as measured by the invocation that measured the local cells of this size (None: unknown)."""
+    measured = dict((started, seconds) for started, seconds, _count in floors(results, meta or {}))
+    at = collections.Counter(r.get("invocation") for r in results
+                             if r.get("section") == "local" and r.get("size") == size)
+    return measured.get(at.most_common(1)[0][0]) if at else None
+
+
+def floor_section(med, tools, results=(), meta=None):
+    """Ansible's floor (bench/playbooks/floor.yml) and what it means for the Ansible rows at 300 objects. Measured by
+    several invocations, the floor of each is given (the machine's speed may have changed between them), and the
+    rows at 300 objects are compared with the floor of the invocation that measured them."""
     got = med.get(("floor", "ansible-playbook", 0, "floor"))
     if not got or got[0] == INF:
         return []
+    measured = floors(results, meta or {})
+    invocations = {inv.get("started"): inv for inv in (meta or {}).get("invocations") or [meta or {}]}
     floor = got[0]
+    if len(measured) > 1:
+        said = "; ".join("**%s** (median of %d, the invocation of %s that measured sizes %s)" % (
+            fmt(seconds), count, started, ",".join(str(x) for x in invocations.get(started, {}).get("sizes") or [])
+            or "remote") for started, seconds, count in measured)
+        floor = floor_at(results, meta, 300) or floor
+        said += (". The same command took different times in different invocations: the machine's speed changed "
+                 "between them (a shared machine), so compare a cell with the floor of its own invocation")
+    else:
+        said = "**%s** (median of %d)" % (fmt(floor), got[2])
     lines = ["## Ansible's floor", "",
              "`ansible-playbook` running one `debug` task on the same inventory and cluster (bench/playbooks/floor.yml): "
-             "**%s** (median of %d). Every Ansible row above (manent's role and modules, kubernetes.core) pays it, "
+             "%s. Every Ansible row above (manent's role and modules, kubernetes.core) pays it, "
              "and then about 0.03–0.1 s of the controller's CPU for every further task, even a skipped one; "
-             "kubectl and Helm pay a Go binary's start-up instead." % (fmt(floor), got[2]), ""]
+             "kubectl and Helm pay a Go binary's start-up instead." % said, ""]
     rows = []
     for tool in ANSIBLE_TOOLS:
         if tool not in tools:
@@ -218,7 +250,7 @@ def floor_section(med, tools):
                 rows.append("%s %s %s (%.1f× the floor)" % (
                     tool, SCENARIO_TITLES[scenario], fmt(cell[0]), cell[0] / floor))
     if rows:
-        lines += ["300 objects: " + "; ".join(rows) + ".", ""]
+        lines += ["300 objects (against the floor of %s): " % fmt(floor) + "; ".join(rows) + ".", ""]
     return lines
 
 
@@ -532,6 +564,18 @@ def late_cells(cells):
     return ", ".join(said)
 
 
+def by_value(invocations, values):
+    """[(sizes, value)] of each distinct value, in the order of first appearance, with the sizes ("30,300") of every
+    invocation that had it (an invocation of the remote section alone: "remote")."""
+    grouped = collections.OrderedDict()
+    for inv, value in zip(invocations, values):
+        sizes = grouped.setdefault(value, [])
+        for size in [str(x) for x in inv.get("sizes") or []] or ["remote"]:
+            if size not in sizes:
+                sizes.append(size)
+    return [(",".join(sizes), value) for value, sizes in grouped.items()]
+
+
 def controller_clients(meta):
     """How fast the cluster's controllers could write (hack/clusters.py --controller-qps), per invocation when
     they differ: it sets how long a rollout takes, not what the deploy commands cost."""
@@ -541,11 +585,10 @@ def controller_clients(meta):
                 "controller-manager and scheduler at their default client rates (controller-manager 20 requests/s, "
                 "burst 30)")
     invocations = meta.get("invocations") or [meta]
-    rates = [inv.get("controller_qps") for inv in invocations]
+    rates = [said(inv.get("controller_qps")) for inv in invocations]
     if len(set(rates)) == 1:
-        return said(rates[0])
-    return "; ".join("sizes %s: %s" % (",".join(str(x) for x in inv.get("sizes") or []) or "remote", said(qps))
-                     for inv, qps in zip(invocations, rates))
+        return rates[0]
+    return "; ".join("sizes %s: %s" % pair for pair in by_value(invocations, rates))
 
 
 def manent_versions(meta):
@@ -556,8 +599,7 @@ def manent_versions(meta):
     said = [inv.get("manent_version") or (first if i == 0 else None) for i, inv in enumerate(invocations)]
     if len(set(said)) == 1 or None in said:
         return first
-    return "; ".join("%s (sizes %s)" % (version, ",".join(str(x) for x in inv.get("sizes") or []) or "remote")
-                     for inv, version in zip(invocations, said))
+    return "; ".join("%s (sizes %s)" % (version, sizes) for sizes, version in by_value(invocations, said))
 
 
 def write(meta, results, md_path, png_path):
@@ -638,7 +680,13 @@ def write(meta, results, md_path, png_path):
                     scaling.append("%s %s %.1f×" % (tool, SCENARIO_TITLES[scenario], hi[0] / lo[0]))
         if scaling:
             lines += ["time(3,000) / time(300): " + "; ".join(scaling) + ".", ""]
-    lines += floor_section(med, tools)
+            lo, hi = floor_at(results, meta, 300), floor_at(results, meta, 3000)
+            if lo and hi and not 0.8 <= hi / lo <= 1.25:
+                lines[-2:-1] = [lines[-2] + (
+                    " The two sizes were measured by invocations whose Ansible floor differs (%s at 300 objects, "
+                    "%s at 3,000; see Ansible's floor): the same command took %.1f× as long during the larger size, and "
+                    "these ratios include that." % (fmt(lo), fmt(hi), hi / lo))]
+    lines += floor_section(med, tools, results, meta)
     lines += chart_section(med, sizes)
     lines += remote_section(meta, med, cap, cpu_of(results))
     peaks = peaks_of(results)

@@ -283,3 +283,40 @@ def test_a_size_measured_in_every_scenario_by_one_invocation_is_not_reported_as_
     other = dict(_meta("other", [3000]), size_scenarios={"3000": ["check", "noop"]})
     _results, meta = bench.joined(previous, other, [3000])
     assert meta["size_scenarios"] == {"3000": ["install", "noop", "check"]}
+
+
+def test_each_invocation_has_its_own_floor_and_a_replaced_one_takes_its_floor_with_it():
+    first, dropped, third = _meta("first", [30, 300]), _meta("dropped", [3000]), _meta("third", [3000])
+    floor = dict(section="floor", tool="ansible-playbook", size=0, scenario="floor")
+    previous = {"meta": dict(first, invocations=[first, dropped]), "results": [
+        dict(floor, run=1, ok=True, seconds=0.4, invocation="first"),
+        dict(floor, run=2, ok=True, seconds=0.5, invocation="first"),
+        _result("k8s", 300, "noop", 4.0, invocation="first"),
+        dict(floor, run=1, ok=True, seconds=0.7, invocation="dropped"),
+        _result("k8s", 3000, "noop", 30.0, invocation="dropped"),
+        dict(floor, run=1, ok=True, seconds=0.6)]}  # recorded before results named their invocation: kept
+    results, meta = bench.joined(json.loads(json.dumps(previous)), third, [3000], replace=True)
+    assert [(r["section"], r.get("invocation"), r["seconds"]) for r in results] == [
+        ("floor", "first", 0.4), ("floor", "first", 0.5), ("local", "first", 4.0), ("floor", None, 0.6)]
+    assert [i["started"] for i in meta["invocations"]] == ["first", "third"]
+    results += [dict(floor, run=1, ok=True, seconds=1.0, invocation="third"),
+                dict(floor, run=2, ok=True, seconds=1.2, invocation="third"),
+                _result("k8s", 3000, "noop", 40.0, invocation="third")]
+    assert report.floors(results, meta) == [("first", 0.45, 2), ("third", 1.1, 2), (None, 0.6, 1)]
+    assert report.floor_at(results, meta, 300) == 0.45 and report.floor_at(results, meta, 3000) == 1.1
+    assert report.floor_at(results, meta, 30) is None
+    med, _failures = report.medians(results)
+    text = "\n".join(report.floor_section(med, ["k8s"], results, meta))
+    assert "**0.45 s** (median of 2, the invocation of first that measured sizes 30,300)" in text
+    assert "**1.10 s** (median of 2, the invocation of third that measured sizes 3000)" in text
+    assert "300 objects (against the floor of 0.45 s): k8s nothing changed 4.00 s (8.9× the floor)" in text
+
+
+def test_invocations_with_the_same_controller_rate_or_code_are_named_once():
+    meta = dict(_meta("a", [30, 300]), versions={"manent.kubernetes": "0.1.0 (commit aaa)"})
+    meta["invocations"] = [_meta("a", [30, 300]), dict(_meta("b", [3000], controller_qps=200), manent_version="x"),
+                           dict(_meta("c", [3000], controller_qps=200), manent_version="x")]
+    assert report.controller_clients(meta).count("200 requests/s") == 1
+    assert report.controller_clients(meta).endswith("; sizes 3000: controller-manager and scheduler at 200 requests/s "
+                                                    "(burst 400, `hack/clusters.py up --controller-qps 200`)")
+    assert report.manent_versions(meta) == "0.1.0 (commit aaa) (sizes 30,300); x (sizes 3000)"
