@@ -113,6 +113,24 @@ fetch_crds() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+fetch_public_charts() {  # PUBLIC_CHARTS (hack/versions.env): each chart packaged with the pinned helm, unchanged
+  local helm="$CACHE/helm-$HELM_VERSION/bin/helm" entry name rest module path out dir
+  for entry in $PUBLIC_CHARTS; do
+    name="${entry%%=*}"; rest="${entry#*=}"; module="${rest%%:*}"; path="${rest#*:}"
+    out="$CACHE/public-chart-$name-${module##*@}-helm-$HELM_VERSION"
+    if compgen -G "$out/*.tgz" >/dev/null; then continue; fi
+    log "packaging the public chart $name ($module, $path)"
+    dir="$(modroot "$module")"
+    rm -rf "$out.tmp" && mkdir -p "$out.tmp/src"
+    cp -R "$dir/$path" "$out.tmp/src/$name"  # the module cache is read-only
+    chmod -R u+w "$out.tmp/src"
+    env -i HOME="$out.tmp" PATH=/usr/bin:/bin "$helm" package "$out.tmp/src/$name" --destination "$out.tmp" >&2
+    [[ -f "$dir/LICENSE" ]] && cp "$dir/LICENSE" "$out.tmp/LICENSE"
+    echo "$module $path" > "$out.tmp/origin.txt"
+    rm -rf "$out.tmp/src" "$out" && mv "$out.tmp" "$out"
+  done
+}
+
 what="${1:-all}"
 case "$what" in
   all|crds) fetch_crds ;;&
@@ -121,6 +139,9 @@ case "$what" in
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
               "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;&
   all|kubernetes) build_kubernetes ;;&
+  all|charts) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+                "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+              fetch_public_charts ;;&
   # Benchmark peers (make bench), not part of "all": kubectl, and Helm 4 (it applies server-side).
   bench|kubectl) build_kubectl ;;&
   bench|helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \

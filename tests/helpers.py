@@ -37,3 +37,28 @@ def chart_path(name):
     if not os.path.isfile(path):
         pytest.fail("test chart %s is missing: run hack/package-test-charts.sh" % path, pytrace=False)
     return path
+
+
+def public_chart(name):
+    """(path, chart version) of the public chart NAME of PUBLIC_CHARTS (hack/versions.env), as hack/build-tools.sh
+    charts packaged it, unchanged, with the pinned helm; fails the test (never skips) when it is missing."""
+    import glob  # pylint: disable=import-outside-toplevel
+    import tarfile  # pylint: disable=import-outside-toplevel
+
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    pins = versions()
+    entries = dict(entry.split("=", 1) for entry in pins.get("PUBLIC_CHARTS", "").split())
+    if name not in entries:
+        pytest.fail("no public chart %s in hack/versions.env PUBLIC_CHARTS" % name, pytrace=False)
+    module = entries[name].split(":", 1)[0]
+    folder = os.path.join(cache_dir(), "public-chart-%s-%s-helm-%s" % (name, module.rsplit("@", 1)[1],
+                                                                       pins["HELM_VERSION"]))
+    found = sorted(glob.glob(os.path.join(folder, "*.tgz")))
+    if not found:
+        pytest.fail("public chart %s not packaged in %s: run `hack/build-tools.sh charts` (make tools does)"
+                    % (name, folder), pytrace=False)
+    with tarfile.open(found[0]) as archive:
+        top = [m for m in archive.getnames() if m.count("/") == 1 and m.endswith("/Chart.yaml")]
+        chart = yaml.safe_load(archive.extractfile(top[0]).read())
+    return found[0], str(chart["version"])

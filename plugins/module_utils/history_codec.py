@@ -576,9 +576,13 @@ def _check_stored_object(obj, index, key, namespace, subject, hint):
         raise HistoryError("saved object %s has a namespace that is not a string" % ref(obj), subject=subject,
                            hint=hint)
     if namespace and where and where != namespace:
-        raise HistoryError("saved object %s is outside the release namespace %s" % (ref(obj), namespace),
-                           subject=subject, hint=hint + "; a release whose objects span namespaces is restored by "
-                                                        "deploying its artifact again")
+        # manent saves such objects itself (a chart may put a RoleBinding in kube-system): not a sign of tampering
+        raise HistoryError("saved object %s is outside the release namespace %s: a rollback from the history kept "
+                           "in %s restores only objects of %s (anyone who may edit ConfigMaps there could otherwise "
+                           "write elsewhere with the rollback's rights); nothing was changed"
+                           % (ref(obj), namespace, namespace, namespace), subject=subject,
+                           hint="roll this release back by deploying the artifact of the version you want again "
+                                "(manent_render and manent_apply, or the deploy playbook)")
     labels = meta.get("labels") or {}
     if not isinstance(labels, dict):
         raise HistoryError("saved object %s has labels that are not a mapping" % ref(obj), subject=subject, hint=hint)

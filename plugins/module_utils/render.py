@@ -28,7 +28,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import In
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import is_label_value
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse_files, validate_object
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import is_crd, key_of, ref, served_kinds
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import is_crd, key_of, namespace_of, ref, served_kinds
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
 from ansible_collections.manent.kubernetes.plugins.module_utils.variables import builtin_values, substitute
 
@@ -204,6 +204,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
         except ManentError as exc:
             problems.add(str(exc))
     problems.raise_if_any(options.artifact_label or os.path.basename(path))
+    warnings.extend(outside_namespace_warning(objects, options.namespace))
     order = sorted(range(len(objects)), key=lambda i: sort_key(objects[i]))
     return Bundle(release=release, namespace=options.namespace, objects=[objects[i] for i in order],
                   sources=[sources[i] for i in order], cluster=cluster_url, slot=options.slot,
@@ -211,6 +212,19 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                             "sha256": options.artifact_sha256,
                             "type": "chart" if is_chart else "manifests"},
                   hooks_skipped=list(hooks_skipped), warnings=warnings)
+
+
+def outside_namespace_warning(objects, namespace):
+    """[a warning] when namespaced objects of the release live outside its namespace: they deploy, but the
+    history kept in the release namespace does not restore them (history_codec.check_record), so a rollback has
+    to deploy the previous artifact again. Said at render time, before it matters."""
+    outside = [ref(obj) for obj in objects if namespace_of(obj) and namespace_of(obj) != namespace]
+    if not outside:
+        return []
+    return ["%d object(s) outside the release namespace %s (%s%s): deployed and pruned like the others, but a "
+            "rollback from the release history refuses a release with them (the history in %s is not trusted to "
+            "write elsewhere); roll back by deploying the previous version's artifact again"
+            % (len(outside), namespace, ", ".join(outside[:3]), ", ..." if len(outside) > 3 else "", namespace)]
 
 
 def _field_problems(discovery, defined, objects, sources, warnings):

@@ -29,7 +29,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.helm import (
     HelmOptions, set_values_tree, verify_binary, _values_text)
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse, validate_object
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import stamp, validate_namespace
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+    outside_namespace_warning, stamp, validate_namespace)
 from ansible_collections.manent.kubernetes.plugins.module_utils.variables import builtin_values
 from tests.reliability import record
 
@@ -454,6 +455,28 @@ def test_a_release_may_span_namespaces_for_prune():
     """Outside rollback and audit (prune, carry-over), objects of other namespaces are the release's own."""
     cm = _record([FOREIGN])
     hc.check_record(cm, KEY, hc.decode_record(cm)[1], own_namespace=False)
+
+
+def test_a_rollback_refusing_a_release_that_spans_namespaces_says_what_to_do_instead():
+    """The refusal is the documented limit, not an accusation: it names the object and the way to roll back."""
+    cm = _record([FOREIGN])
+    with pytest.raises(HistoryError) as caught:
+        hc.check_record(cm, KEY, hc.decode_record(cm)[1])
+    said = str(caught.value)
+    assert "RoleBinding/kube-system/grab is outside the release namespace shop" in said, said
+    assert "nothing was changed" in said and "deploying the artifact of the version you want again" in said, said
+    assert "changed outside manent" not in said, said
+
+
+def test_render_warns_of_objects_outside_the_release_namespace_before_any_rollback_needs_them():
+    inside = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "shop"}}
+    cluster_scoped = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}}
+    assert outside_namespace_warning([inside, cluster_scoped], "shop") == []
+    outside = [dict(FOREIGN, metadata=dict(FOREIGN["metadata"], name="grab-%d" % i)) for i in range(4)]
+    (said,) = outside_namespace_warning([inside] + outside, "shop")
+    assert said.startswith("4 object(s) outside the release namespace shop (RoleBinding/kube-system/grab-0, "
+                           "RoleBinding/kube-system/grab-1, RoleBinding/kube-system/grab-2, ...)"), said
+    assert "roll back by deploying the previous version's artifact again" in said, said
 
 
 def test_bounded_decompression_limit_is_near_the_archive_limits():

@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Public charts we did not write, unchanged (hack/versions.env PUBLIC_CHARTS: packaged from their projects' Go
+modules by hack/build-tools.sh charts), deployed through playbooks/deploy.yml as a user would: first install with
+the rollout wait, a redeploy that must change nothing, a check-mode upgrade that must write nothing, the upgrade,
+and a rollback through playbooks/rollback.yml to the values of the first release (for a release with objects
+outside its namespace, which the history does not restore, the rollback is refused and the first release's
+artifact is deployed again instead, as the refusal says).
+
+What they bring that our own test charts do not: metrics-server writes a RoleBinding into kube-system next to its
+namespace; ingress-nginx has admission webhooks and hooks (pre/post install and upgrade Jobs and their RBAC, with
+before-hook-creation and hook-succeeded delete policies), run here as lifecycle stages (deploy_helm_hooks: apply);
+external-dns has a CRD in crds/ and a values.schema.json with enums; descheduler deploys a CronJob.
+
+Each chart gets names of its own (fullnameOverride and the like, from the test's namespace) and its cluster-scoped
+objects and those outside its namespace are deleted afterwards. The ingress-nginx webhook only watches the test's
+namespace, and metrics-server's APIService is left out: an aggregated API with no server behind it would make the
+discovery of every other test on the cluster report a failed group."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.helpers import helm_binary, public_chart
+from tests.integration.playbook_helpers import artifact, base_vars, run_playbook
+
+CLEANUP = (("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+           ("networking.k8s.io/v1", "IngressClass"),
+           ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+           ("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+SPANS_NAMESPACES = ("metrics-server",)  # its RoleBinding goes to kube-system
+OUTSIDE = (("rbac.authorization.k8s.io/v1", "RoleBinding"), ("rbac.authorization.k8s.io/v1", "Role"))
+
+
+def _deployment_replicas(name):
+    def probe(cluster, ns):
+        return cluster.get("apps/v1", "Deployment", ns, name)["spec"]["replicas"]
+    return probe
+
+
+def _container_args(name):
+    def probe(cluster, ns):
+        spec = cluster.get("apps/v1", "Deployment", ns, name)["spec"]["template"]["spec"]
+        return sorted(arg for c in spec["containers"] for arg in c.get("args") or [] if arg.startswith("--log-level"))
+    return probe
+
+
+def _cronjob_schedule(name):
+    def probe(cluster, ns):
+        return cluster.get("batch/v1", "CronJob", ns, name)["spec"]["schedule"]
+    return probe
+
+
+def _cases(ns):
+    """chart -> (values of the first release, values of the upgrade, probe(cluster, ns), what the probe gives for
+    each, extra role variables)."""
+    return {
+        "metrics-server": ({"fullnameOverride": "ms-" + ns, "apiService": {"create": False}},
+                           {"fullnameOverride": "ms-" + ns, "apiService": {"create": False}, "replicas": 2},
+                           _deployment_replicas("ms-" + ns), (1, 2), {}),
+        "ingress-nginx": (
+            {"fullnameOverride": "ing-" + ns,
+             "controller": {"ingressClassResource": {"name": "nginx-" + ns, "controllerValue": "k8s.io/" + ns},
+                            "ingressClass": "nginx-" + ns,
+                            "admissionWebhooks": {"namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": ns}}}}},
+            {"fullnameOverride": "ing-" + ns,
+             "controller": {"ingressClassResource": {"name": "nginx-" + ns, "controllerValue": "k8s.io/" + ns},
+                            "ingressClass": "nginx-" + ns, "replicaCount": 2,
+                            "admissionWebhooks": {"namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": ns}}}}},
+            _deployment_replicas("ing-%s-controller" % ns), (1, 2), {"deploy_helm_hooks": "apply"}),
+        "external-dns": ({"fullnameOverride": "edns-" + ns},
+                         {"fullnameOverride": "edns-" + ns, "logLevel": "debug"},
+                         _container_args("edns-" + ns), (["--log-level=info"], ["--log-level=debug"]), {}),
+        "descheduler": ({"fullnameOverride": "desched-" + ns},
+                        {"fullnameOverride": "desched-" + ns, "schedule": "'*/5 * * * *'"},  # helm_value: YAML text
+                        _cronjob_schedule("desched-" + ns), ("*/2 * * * *", "*/5 * * * *"), {}),
+    }
+
+
+def _stages(run):
+    """The lifecycle stages manent_apply reported (its result, printed with -v), in the order they ran."""
+    for line in run.output.splitlines():
+        found = re.search(r'"stages": (\[[^]]*\])', line)
+        if found:
+            return json.loads(found.group(1))
+    raise AssertionError("no stages in the output:\n" + run.explain())
+
+
+def _cleanup(cluster, ns, application):
+    selector = "manent.io/application=%s" % application
+    for api_version, kind in CLEANUP:
+        for obj in cluster.list(api_version, kind, selector=selector):
+            cluster.delete(api_version, kind, None, obj["metadata"]["name"])
+    for api_version, kind in OUTSIDE:
+        for obj in cluster.list(api_version, kind, selector=selector):
+            if obj["metadata"]["namespace"] != ns:
+                cluster.delete(api_version, kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("chart", ["metrics-server", "ingress-nginx", "external-dns", "descheduler"])
+def test_a_public_chart_installs_redeploys_unchanged_upgrades_and_rolls_back(
+        chart, clusters, inventory_path, namespaces, tmp_path):
+    ns = namespaces
+    cluster = clusters[-1]
+    path, version = public_chart(chart)
+    values_1, values_2, probe, (want_1, want_2), more = _cases(ns)[chart]
+    application = "%s-%s" % (chart, ns)  # a release of its own: nothing shared with an earlier run's leftovers
+    extra = base_vars(tmp_path, ns, deploy_application=application, deploy_helm_command=helm_binary(),
+                      deploy_helm_release=chart, deploy_helm_value=values_1, deploy_wait_timeout="120s",
+                      deploy_artifact=artifact(chart, version, path), **more)
+    try:
+        run = run_playbook("deploy", inventory_path, extra, tmp_path / "install", limit=cluster.name)
+        assert run.rc == 0, run.explain()
+        installed = run.summary[cluster.name]
+        assert installed["status"] == "deployed" and installed["version"] == version, run.explain()
+        assert set(installed["counts"]) <= {"created", "recreated", "deleted"}, installed["counts"]
+        assert probe(cluster, ns) == want_1
+        # said when rendering, long before a rollback would need it
+        assert ("outside the release namespace %s" % ns in run.output) == (chart in SPANS_NAMESPACES), run.explain()
+
+        # the same release again: nothing is written, every object is reported unchanged; with hooks applied, the
+        # hooks run again (docs/lifecycle.md: as helm upgrade does) and every other object is unchanged
+        run = run_playbook("deploy", inventory_path, extra, tmp_path / "again", limit=cluster.name, verbosity=1)
+        assert run.rc == 0, run.explain()
+        again = run.summary[cluster.name]
+        if more.get("deploy_helm_hooks") == "apply":
+            main = [s for s in _stages(run) if s["stage"] == "upgrade"]
+            assert main and again["counts"]["unchanged"] == main[0]["objects"], (again["counts"], _stages(run))
+        else:
+            assert again["counts"] == {"unchanged": again["objects"]} and not again["changed"], run.explain()
+            assert run.recap[cluster.name]["changed"] == 0, run.explain()
+
+        # the upgrade in check mode: reported, not written
+        upgrade = dict(extra, deploy_helm_value=values_2, deploy_artifact=artifact(chart, version + "-2", path))
+        run = run_playbook("deploy", inventory_path, upgrade, tmp_path / "check", limit=cluster.name, check=True)
+        assert run.rc == 0, run.explain()
+        assert run.summary[cluster.name]["changed"], run.explain()
+        assert probe(cluster, ns) == want_1
+
+        run = run_playbook("deploy", inventory_path, upgrade, tmp_path / "upgrade", limit=cluster.name)
+        assert run.rc == 0, run.explain()
+        upgraded = run.summary[cluster.name]
+        assert (upgraded["status"], upgraded["version"], upgraded["previous"]) == ("deployed", version + "-2",
+                                                                                   version), run.explain()
+        assert probe(cluster, ns) == want_2
+
+        run = run_playbook("rollback", inventory_path, upgrade, tmp_path / "rollback", limit=cluster.name)
+        if chart in SPANS_NAMESPACES:
+            # the history kept in the release namespace does not restore objects elsewhere: refused, nothing
+            # changed, and the way back is the one the message gives, the first release's artifact deployed again
+            assert run.rc != 0, run.explain()
+            assert "is outside the release namespace %s" % ns in run.output, run.explain()
+            assert "deploying the artifact of the version you want again" in run.output, run.explain()
+            assert probe(cluster, ns) == want_2
+            run = run_playbook("deploy", inventory_path, extra, tmp_path / "back", limit=cluster.name)
+            assert run.rc == 0, run.explain()
+            back = run.summary[cluster.name]
+            assert (back["status"], back["version"], back["previous"]) == ("deployed", version, version + "-2"), \
+                run.explain()
+        else:
+            assert run.rc == 0, run.explain()
+            back = run.summary[cluster.name]
+            assert (back["status"], back["version"]) == ("rolled-back", version), run.explain()
+        assert probe(cluster, ns) == want_1
+    finally:
+        _cleanup(cluster, ns, application)
+
+
+@pytest.mark.integration
+def test_hooks_of_a_public_chart_run_as_stages_in_order_and_a_value_its_schema_refuses_writes_nothing(
+        clusters, inventory_path, namespaces, tmp_path):
+    ns = namespaces
+    cluster = clusters[-1]
+    path, version = public_chart("ingress-nginx")
+    values, _values_2, _probe, _want, more = _cases(ns)["ingress-nginx"]
+    application = "ingress-nginx-" + ns
+    extra = base_vars(tmp_path, ns, deploy_application=application, deploy_helm_command=helm_binary(),
+                      deploy_helm_release="ingress-nginx", deploy_helm_value=values, deploy_wait_timeout="120s",
+                      deploy_artifact=artifact("ingress-nginx", version, path), **more)
+    try:
+        run = run_playbook("deploy", inventory_path, extra, tmp_path / "install", limit=cluster.name, verbosity=1)
+        assert run.rc == 0, run.explain()
+        # the pre-install Job (and its RBAC) before the release, the post-install one after it; each Job is deleted
+        # once it succeeded (helm.sh/hook-delete-policy: hook-succeeded)
+        assert [(s["stage"], s["status"]) for s in _stages(run)] == [
+            ("pre-install", "done"), ("install", "done"), ("post-install", "done")], run.explain()
+        for job in ("ing-%s-admission-create" % ns, "ing-%s-admission-patch" % ns):
+            cluster.assert_deleted("batch/v1", "Job", ns, job, timeout=60)
+        assert cluster.get("apps/v1", "Deployment", ns, "ing-%s-controller" % ns)
+
+        # external-dns's schema allows only some log levels: the render stops before any write, naming the value
+        edns_path, edns_version = public_chart("external-dns")
+        bad = base_vars(tmp_path, ns, deploy_application="external-dns-" + ns, deploy_helm_command=helm_binary(),
+                        deploy_helm_release="external-dns",
+                        deploy_helm_value={"fullnameOverride": "edns-" + ns, "logLevel": "verbose"},
+                        deploy_artifact=artifact("external-dns", edns_version, edns_path))
+        run = run_playbook("deploy", inventory_path, bad, tmp_path / "bad", limit=cluster.name)
+        assert run.rc != 0, run.explain()
+        assert "external-dns-%s.tgz: helm template failed" % edns_version in run.output, run.explain()
+        assert "at '/logLevel': value must be one of 'panic', 'debug', 'info'" in run.output, run.explain()
+        assert run.summary[cluster.name]["status"] == "failed", run.explain()
+        assert cluster.get("apps/v1", "Deployment", ns, "edns-" + ns) is None
+        assert not cluster.list("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                selector="manent.io/application=external-dns-" + ns)
+    finally:
+        _cleanup(cluster, ns, application)
+        _cleanup(cluster, ns, "external-dns-" + ns)
