@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import (
-    access, crds, lifecycle, owners, prune, rollback, slots, stages)
+    access, crds, lifecycle, owners, prune, rollback, slots, stages, unchanged)
 from ansible_collections.manent.kubernetes.plugins.module_utils.apply import Applier, ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.carry import carry_release_annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import (
@@ -218,10 +218,13 @@ class Deployer:
             previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(bundle.objects, previous_objects)
         self.applier.use_baseline(previous_objects)  # objects equal to these may need no apply (unchanged.py)
+        noop = _same_release(current, located, bundle) and phase != ROLLBACK
+        if noop:
+            result.warnings.extend(_unstable_render_warning(bundle, previous_objects))
         selected = _select(bundle.objects, phase, result)
         return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
                      stages=stages.plan(selected, phase), previous_objects=previous_objects,
-                     noop=_same_release(current, located, bundle) and phase != ROLLBACK,
+                     noop=noop,
                      replaced=result.previous if replaced is None else replaced, create_ns=create_ns,
                      started=started)
 
@@ -497,6 +500,19 @@ def _timed(timings, name, work, *args):
         return work(*args)
     finally:
         timings[name] = timings.get(name, 0.0) + time.monotonic() - started
+
+
+def _unstable_render_warning(bundle, previous_objects):
+    """[a warning] when a rerun of the release in service (same deploy id: same artifact, version and parameters)
+    rendered objects that differ from their stored copies: each such rerun changes them again."""
+    changed = [ref(o) for o in unchanged.rendered_differently(bundle.objects, previous_objects)]
+    if not changed:
+        return []
+    return ["%d object(s) rendered differently from the release in service although artifact, version and "
+            "parameters are the same (%s%s): the artifact makes values when it is rendered (random strings, "
+            "generated certificates or keys, or helm's lookup, which answers empty when manent renders), so every "
+            "rerun changes them again; give such values explicitly (chart values, variables) to make a rerun a no-op"
+            % (len(changed), ", ".join(changed[:5]), ", ..." if len(changed) > 5 else "")]
 
 
 def _same_release(current, located, bundle):

@@ -49,6 +49,17 @@ def is_secret(obj):
     return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
 
 
+def rendered_differently(objects, baseline):
+    """The objects (in order) whose copy stored by the release in service differs from them although both were
+    rendered from the same artifact, version and parameters (the same deploy id): the chart makes values when
+    it renders (random strings, generated certificates, or ``lookup``, which answers empty when manent renders).
+    Objects recreated at every deploy (delete policy before-creation) and objects not stored are left out."""
+    stored = {key_of(o): o for o in baseline or []}
+    return [obj for obj in objects
+            if key_of(obj) in stored and stored[key_of(obj)] != obj
+            and lifecycle.BEFORE_CREATION not in lifecycle.delete_policies(obj)]
+
+
 class UnchangedFinder:
     """Finds the objects of a tier that need no apply. ``baseline``: the stored objects of the release in
     service (None or empty: nothing is unchanged); ``reader``: a LiveReader (its kube, discovery, path)."""

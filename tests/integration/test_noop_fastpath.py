@@ -323,3 +323,30 @@ def test_an_object_created_by_someone_else_after_the_list_is_reported_configured
     assert cluster.get("v1", "ConfigMap", namespace, "late")["data"]["v"] == "mine"
     late = [c for c in result.changes if c.subject == "ConfigMap/%s/late" % namespace]
     assert "listed absent" in late[0].reason, late
+
+
+def test_a_rerun_that_renders_differently_is_applied_and_said_but_drift_is_not_mistaken_for_it(cluster, namespace):
+    """The same release (version and deploy id) whose artifact makes a value when rendered (a chart's
+    randAlphaNum, genCA, or lookup answering empty): the object is applied again and the result says why each
+    rerun changes it, naming the object, never the value. A live object edited by someone else is re-applied
+    without that warning: the rendering still equals the copy stored in history."""
+    def rendered(generated):
+        return h.make_bundle([configmap("settings", mode="a"), _secret(generated)], namespace, version="1.0.0",
+                             deployment="d-same-inputs")
+
+    first = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))
+    assert first.status == "deployed" and not any("rendered differently" in w for w in first.warnings)
+
+    cluster.apply(dict(configmap("settings", mode="edited"), metadata={"name": "settings", "namespace": namespace}),
+                  manager="someone-else")
+    drifted = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))
+    assert actions(drifted)["ConfigMap/%s/settings" % namespace] == "configured", h.dump(drifted)
+    assert not any("rendered differently" in w for w in drifted.warnings), drifted.warnings
+
+    again = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-two-2e"))
+    assert again.status == "deployed"
+    assert actions(again)["Secret/%s/creds" % namespace] == "configured", h.dump(again)
+    assert actions(again)["ConfigMap/%s/settings" % namespace] == "unchanged", h.dump(again)
+    said = [w for w in again.warnings if "rendered differently" in w]
+    assert len(said) == 1 and "(Secret/%s/creds)" % namespace in said[0], again.warnings
+    assert "generated-Value" not in json.dumps(again.warnings) and "ConfigMap" not in said[0]

@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import (
-    UnchangedFinder, digest_values, holds)
+    UnchangedFinder, digest_values, holds, rendered_differently)
 
 LABELS = {"app.kubernetes.io/managed-by": "manent", "manent.io/application": "shop", "manent.io/artifact": "shop",
           "manent.io/environment": "test", "manent.io/tenant": "untenanted"}
@@ -153,6 +153,24 @@ def test_candidates_are_equal_to_the_stored_copy_and_not_recreated_each_deploy()
                              + [stored_edited])
     assert finder.candidates([same, edited, recreated, unserved, unlabelled, new]) == [same]
     assert UnchangedFinder(_Reader(), None).candidates([same]) == []
+
+
+def test_a_rerun_rendering_differently_from_its_stored_copy_is_found_but_not_objects_recreated_each_deploy():
+    same = copy.deepcopy(DESIRED)
+    regenerated = copy.deepcopy(DESIRED)
+    regenerated["metadata"]["name"] = "tls"
+    stored_regenerated = copy.deepcopy(regenerated)
+    stored_regenerated["spec"]["template"]["metadata"]["annotations"] = {"checksum": "old"}
+    hook = copy.deepcopy(regenerated)
+    hook["metadata"]["name"] = "hook"
+    hook["metadata"]["annotations"]["werf.io/delete-policy"] = "before-creation"
+    stored_hook = copy.deepcopy(stored_regenerated)
+    stored_hook["metadata"]["name"] = "hook"
+    new = copy.deepcopy(DESIRED)
+    new["metadata"]["name"] = "new"
+    baseline = [copy.deepcopy(same), stored_regenerated, stored_hook]
+    assert rendered_differently([same, regenerated, hook, new], baseline) == [regenerated]
+    assert rendered_differently([same, regenerated], None) == []
 
 
 class _Response:
