@@ -131,23 +131,23 @@ fetch_public_charts() {  # PUBLIC_CHARTS (hack/versions.env): each chart package
   done
 }
 
+build_helm3() {  # the pinned helm 3: tests render charts with it, make bench runs it, the public charts are packaged with it
+  build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+}
+
 what="${1:-all}"
 case "$what" in
   all|crds) fetch_crds ;;&
   all|etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;&
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;&
-  all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-              "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;&
+  all|helm) build_helm3 ;;&
   all|kubernetes) build_kubernetes ;;&
-  all|charts) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-                "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-              fetch_public_charts ;;&
+  all|charts) build_helm3; fetch_public_charts ;;&
   # Benchmark peers (make bench), not part of "all": kubectl, and Helm 4 (it applies server-side).
   bench|kubectl) build_kubectl ;;&
   bench|helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \
                  "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;&
-  bench) build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-           "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+  bench) build_helm3 ;;
   *) ;;
 esac
 rm -rf "$CACHE"/.build.?????? 2>/dev/null || true

@@ -12,7 +12,7 @@ apply would then report the 403 itself, as before.
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, ApplyError
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, ApplyError, listing
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import concurrently
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import (
     is_crd, namespace_of, ref, served_kinds, split_api_version)
@@ -75,9 +75,8 @@ def denied(kube, discovery, objects, verbs=VERBS, concurrency=CONCURRENCY):
         for verb in verbs:
             if answers[(verb, (group, plural, namespace))] is False:
                 where = "in namespace %s" % namespace if namespace else "cluster-wide"
-                more = " and %d more" % (len(refs) - SHOWN) if len(refs) > SHOWN else ""
-                lines.append("cannot %s %s %s (%s%s)" % (verb, "%s.%s" % (plural, group) if group else plural,
-                                                         where, ", ".join(refs[:SHOWN]), more))
+                lines.append("cannot %s %s %s (%s)" % (verb, "%s.%s" % (plural, group) if group else plural,
+                                                       where, listing(refs, SHOWN)))
     return lines
 
 

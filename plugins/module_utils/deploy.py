@@ -37,7 +37,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import
     CHANGING, CONFIGURED, CREATED, RECREATED, SKIPPED, UNCHANGED, Change, change_warnings, counts)
 from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApiError, InputError, ManentError, NotFoundError)
+    ApiError, InputError, ManentError, NotFoundError, listing)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import is_secret, record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import MANAGED_BY, MANAGER
@@ -509,10 +509,10 @@ def _unstable_render_warning(bundle, previous_objects):
     if not changed:
         return []
     return ["%d object(s) rendered differently from the release in service although artifact, version and "
-            "parameters are the same (%s%s): the artifact makes values when it is rendered (random strings, "
+            "parameters are the same (%s): the artifact makes values when it is rendered (random strings, "
             "generated certificates or keys, or helm's lookup, which answers empty when manent renders), so every "
             "rerun changes them again; give such values explicitly (chart values, variables) to make a rerun a no-op"
-            % (len(changed), ", ".join(changed[:5]), ", ..." if len(changed) > 5 else "")]
+            % (len(changed), listing(changed, 5))]
 
 
 def _same_release(current, located, bundle):

@@ -131,6 +131,16 @@ def _hint(reason):
     return ""
 
 
+def listing(names, shown):
+    """The first ``shown`` of ``names`` joined by commas, then "and N more" for the others: how a message names
+    many objects."""
+    names = list(names)
+    listed = ", ".join(names[:shown])
+    if len(names) > shown:
+        listed = "%s and %d more" % (listed, len(names) - shown)
+    return listed
+
+
 def group_failures(lines, shown=SHOWN_PER_REASON):
     """One line per distinct reason of per-object failure lines ('<Kind/ns/name> apply failed: <reason>'):
     a reason shared by several objects is said once, with their count, the first ``shown`` names and what to
@@ -150,10 +160,7 @@ def group_failures(lines, shown=SHOWN_PER_REASON):
             out.extend(line for _subject, line in members)
             continue
         names = [subject for subject, _line in members]
-        listed = ", ".join(names[:shown])
-        if len(names) > shown:
-            listed = "%s and %d more" % (listed, len(names) - shown)
-        text = "%d objects: %s (%s)" % (len(names), key, listed)
+        text = "%d objects: %s (%s)" % (len(names), key, listing(names, shown))
         hint = _hint(key)
         if hint:
             text = "%s; %s" % (text, hint)

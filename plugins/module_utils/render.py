@@ -24,7 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import 
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Resource
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError, RenderError, listing
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import is_label_value
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse_files, validate_object
@@ -221,10 +221,10 @@ def outside_namespace_warning(objects, namespace):
     outside = [ref(obj) for obj in objects if namespace_of(obj) and namespace_of(obj) != namespace]
     if not outside:
         return []
-    return ["%d object(s) outside the release namespace %s (%s%s): deployed and pruned like the others, but a "
+    return ["%d object(s) outside the release namespace %s (%s): deployed and pruned like the others, but a "
             "rollback from the release history refuses a release with them (the history in %s is not trusted to "
             "write elsewhere); roll back by deploying the previous version's artifact again"
-            % (len(outside), namespace, ", ".join(outside[:3]), ", ..." if len(outside) > 3 else "", namespace)]
+            % (len(outside), namespace, listing(outside, 3), namespace)]
 
 
 def _field_problems(discovery, defined, objects, sources, warnings):

@@ -55,9 +55,17 @@ def rendered_differently(objects, baseline):
     it renders (random strings, generated certificates, or ``lookup``, which answers empty when manent renders).
     Objects recreated at every deploy (delete policy before-creation) and objects not stored are left out."""
     stored = {key_of(o): o for o in baseline or []}
-    return [obj for obj in objects
-            if key_of(obj) in stored and stored[key_of(obj)] != obj
-            and lifecycle.BEFORE_CREATION not in lifecycle.delete_policies(obj)]
+    out = []
+    for obj in objects:
+        copy = stored.get(key_of(obj))
+        if copy is not None and copy != obj and not recreated_each_deploy(obj):
+            out.append(obj)
+    return out
+
+
+def recreated_each_deploy(obj):
+    """Delete policy before-creation: deleted and created again at every deploy, whatever its stored copy."""
+    return lifecycle.BEFORE_CREATION in lifecycle.delete_policies(obj)
 
 
 class UnchangedFinder:
@@ -77,7 +85,7 @@ class UnchangedFinder:
             stored = self.baseline.get(key_of(obj))
             if stored is None or stored != obj or owner_of(obj) is None:
                 continue
-            if lifecycle.BEFORE_CREATION in lifecycle.delete_policies(obj):
+            if recreated_each_deploy(obj):
                 continue
             if not self.reader.discovery.served(obj.get("apiVersion"), obj.get("kind")):
                 continue

@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""errors.group_failures: many objects failing for the same reason are said once."""
+"""errors.group_failures: many objects failing for the same reason are said once; errors.listing names them."""
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import group_failures
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import group_failures, listing
 
 
 def missing(i):
@@ -32,3 +32,9 @@ def test_single_failures_keep_their_line_and_order():
                      'create the namespace first: add it to the manifests, or set create_namespace '
                      '(role: deploy_create_namespace: true) for the release namespace',
                      other, "not an object line"]
+
+
+def test_listing_names_the_first_objects_then_how_many_more():
+    assert listing(["a", "b", "c"], 3) == "a, b, c"
+    assert listing(iter(["a", "b", "c", "d", "e"]), 2) == "a, b and 3 more"
+    assert listing([], 3) == ""

@@ -475,7 +475,7 @@ def test_render_warns_of_objects_outside_the_release_namespace_before_any_rollba
     outside = [dict(FOREIGN, metadata=dict(FOREIGN["metadata"], name="grab-%d" % i)) for i in range(4)]
     (said,) = outside_namespace_warning([inside] + outside, "shop")
     assert said.startswith("4 object(s) outside the release namespace shop (RoleBinding/kube-system/grab-0, "
-                           "RoleBinding/kube-system/grab-1, RoleBinding/kube-system/grab-2, ...)"), said
+                           "RoleBinding/kube-system/grab-1, RoleBinding/kube-system/grab-2 and 1 more)"), said
     assert "roll back by deploying the previous version's artifact again" in said, said
 
 
