@@ -11,7 +11,9 @@ here) -> save the release in history (pending, under a lock) -> the pre stage (o
 Established before their resources) -> wait for all workloads at once -> the post stage -> prune -> mark the
 release in service, clean up history. Inside a stage objects go in groups of ascending weight. A failure
 after the record was saved marks it failed; the in-service pointer only moves after a successful rollout. A
-rerun of the release in service (same version and deploy id) writes no history at all. A traffic release
+rerun of the release in service (same version and deploy id) writes no history at all, unless objects rendered
+differently from their stored copies (then the record is rewritten). The version in service deployed again keeps
+the version it replaced: a rollback returns to that one, never to itself. A traffic release
 (``bundle.slot``) becomes the candidate, not the release in service, and prunes nothing of the other slot.
 
 In check mode (dry_run) every object is applied with dryRun=All and nothing, history included,
@@ -218,15 +220,19 @@ class Deployer:
             previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(bundle.objects, previous_objects)
         self.applier.use_baseline(previous_objects)  # objects equal to these may need no apply (unchanged.py)
-        noop = _same_release(current, located, bundle) and phase != ROLLBACK
-        if noop:
-            result.warnings.extend(_unstable_render_warning(bundle, previous_objects))
+        # A rerun of the release in service writes no history, unless it rendered objects differently from their
+        # stored copies: those are applied again, and the record must hold what is live, or a rollback to this
+        # version would restore the first rendering.
+        regenerated = unchanged.rendered_differently(bundle.objects, previous_objects) \
+            if _same_release(current, located, bundle) and phase != ROLLBACK else None
+        if regenerated:
+            result.warnings.append(_unstable_render_warning(regenerated))
+        if replaced is None:
+            replaced = _replaced(current, located, bundle)
         selected = _select(bundle.objects, phase, result)
         return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
                      stages=stages.plan(selected, phase), previous_objects=previous_objects,
-                     noop=noop,
-                     replaced=result.previous if replaced is None else replaced, create_ns=create_ns,
-                     started=started)
+                     noop=regenerated == [], replaced=replaced, create_ns=create_ns, started=started)
 
     def _release_namespace(self, bundle):
         """True when the release namespace must be created (create_namespace); a missing namespace that
@@ -502,17 +508,27 @@ def _timed(timings, name, work, *args):
         timings[name] = timings.get(name, 0.0) + time.monotonic() - started
 
 
-def _unstable_render_warning(bundle, previous_objects):
-    """[a warning] when a rerun of the release in service (same deploy id: same artifact, version and parameters)
-    rendered objects that differ from their stored copies: each such rerun changes them again."""
-    changed = [ref(o) for o in unchanged.rendered_differently(bundle.objects, previous_objects)]
-    if not changed:
-        return []
-    return ["%d object(s) rendered differently from the release in service although artifact, version and "
+def _unstable_render_warning(regenerated):
+    """The warning for a rerun of the release in service (same deploy id: same artifact, version and parameters)
+    that rendered ``regenerated`` (objects) differently from their stored copies: each such rerun changes them
+    again."""
+    return ("%d object(s) rendered differently from the release in service although artifact, version and "
             "parameters are the same (%s): the artifact makes values when it is rendered (random strings, "
             "generated certificates or keys, or helm's lookup, which answers empty when manent renders), so every "
-            "rerun changes them again; give such values explicitly (chart values, variables) to make a rerun a no-op"
-            % (len(changed), listing(changed, 5))]
+            "rerun changes them again (and rewrites the release's record with them); give such values explicitly "
+            "(chart values, variables) to make a rerun a no-op"
+            % (len(regenerated), listing([ref(o) for o in regenerated], 5)))
+
+
+def _replaced(current, located, bundle):
+    """The version the deployed ``bundle`` replaces (what a rollback returns to): the release in service, or,
+    when ``bundle`` deploys the version in service again (other parameters, or a rendering that changed), the
+    version that one replaced: a version never replaces itself."""
+    if not current:
+        return ""
+    if current.get("version") == bundle.release.version and not bundle.slot:
+        return located.get("replaced", "") or ""
+    return current.get("version", "")
 
 
 def _same_release(current, located, bundle):

@@ -63,6 +63,28 @@ def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
     assert record_status(cluster, namespace, "2.0.0") == "deployed"
 
 
+def test_redeploying_the_version_in_service_keeps_what_it_replaced(cluster, namespace, tmp_path):
+    """The version in service deployed again with other parameters (a new deploy id) replaces its record but
+    not what it replaced: a rollback still returns to the version before it, not to itself."""
+    deploy(cluster, tmp_path, release("1"), namespace, version="1.0.0", prune=True, wait_timeout=60)
+    deploy(cluster, tmp_path, release("2"), namespace, version="2.0.0", prune=True, wait_timeout=60)
+    bundle = render_bundle(cluster, tmp_path, release("2") + [configmap("d", v="2")], namespace, version="2.0.0",
+                           variables={"tier": "hotfix"})
+    again = deployer(cluster, prune=True, wait_timeout=60).deploy(bundle)
+    assert again.status == "deployed" and again.history.get("written") is True
+    assert any("is redeployed" in w for w in again.warnings), again.warnings
+    loc = locator(cluster, namespace)
+    assert (loc["version"], loc["deployment"], loc["replaced"]) == ("2.0.0", bundle.release.deployment, "1.0.0")
+    assert record_status(cluster, namespace, "2.0.0") == "deployed"
+    assert record_status(cluster, namespace, "1.0.0") == "superseded"
+
+    result = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY)
+
+    assert result.status == "rolled-back" and result.release == "1.0.0" and result.previous == "2.0.0"
+    assert live_specs(cluster, namespace) == (1, "registry.k8s.io/pause:3.9", {"a": {"v": "1"}})
+    assert record_status(cluster, namespace, "2.0.0") == "rolled-back"
+
+
 def test_retention_decides_from_the_listing_taken_under_the_lock(cluster, namespace, tmp_path):
     """Under its lock a deploy lists this key's history once, while it writes its record; keep_releases trims from
     that listing plus the records it wrote itself (no LIST after the applies) and deletes exactly the oldest."""

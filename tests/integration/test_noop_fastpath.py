@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import actions, configmap, deployment, service
@@ -350,3 +351,16 @@ def test_a_rerun_that_renders_differently_is_applied_and_said_but_drift_is_not_m
     said = [w for w in again.warnings if "rendered differently" in w]
     assert len(said) == 1 and "(Secret/%s/creds)" % namespace in said[0], again.warnings
     assert "generated-Value" not in json.dumps(again.warnings) and "ConfigMap" not in said[0]
+    # the record of the release in service now holds what is live: a rollback to this version restores the
+    # second rendering, not the first. The rerun that only met drift wrote no history.
+    assert drifted.history == {} and again.history.get("written") is True, (drifted.history, again.history)
+    stored = {o["kind"]: o for o in HistoryStore(cluster.kube, namespace, h.KEY).load("1.0.0")[1]}
+    assert _secret_value(stored["Secret"]) == "generated-Value-two-2e"
+    assert stored["ConfigMap"]["data"] == {"mode": "a"}
+    assert h.locator(cluster, namespace)["replaced"] == ""  # a version never replaces itself
+
+
+def _secret_value(secret):
+    if "stringData" in secret:
+        return secret["stringData"]["password"]
+    return base64.b64decode(secret["data"]["password"]).decode()
