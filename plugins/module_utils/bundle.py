@@ -8,6 +8,7 @@ never through Ansible variables. JSON, one document::
 
     {"format": 1, "cluster": URL, "namespace": NS, "release": {...}, "artifact": {...},
      "objects": [...], "sources": [...], "hooks_skipped": [...], "warnings": [...],
+     "deprecations": [...] (the warnings that name a deprecated apiVersion still served),
      "slot": "" or the traffic slot the objects were made for}
 """
 
@@ -35,6 +36,7 @@ class Bundle:
     hooks_skipped: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     slot: str = ""
+    deprecations: list = field(default_factory=list)  # those of the warnings about a deprecated apiVersion
 
     def to_dict(self):
         k = self.release.key
@@ -50,6 +52,7 @@ class Bundle:
             "sources": self.sources,
             "hooks_skipped": self.hooks_skipped,
             "warnings": self.warnings,
+            "deprecations": self.deprecations,
             "slot": self.slot,
         }
 
@@ -95,7 +98,8 @@ def read(path):
     return Bundle(release=release, namespace=data["namespace"], objects=data["objects"],
                   sources=data.get("sources", []), cluster=data.get("cluster", ""),
                   artifact=data.get("artifact", {}), hooks_skipped=data.get("hooks_skipped", []),
-                  warnings=data.get("warnings", []), slot=data.get("slot", ""))
+                  warnings=data.get("warnings", []), slot=data.get("slot", ""),
+                  deprecations=data.get("deprecations", []))
 
 
 def _check(data, path):

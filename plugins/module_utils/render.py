@@ -160,7 +160,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                                                              helm_options)
     problems = _Problems()
     seen = {}
-    objects, sources = [], []
+    objects, sources, deprecations = [], [], []
     defined = BundleKinds(discovery, [obj for obj, _source in docs])
     for obj, source in docs:
         try:
@@ -169,7 +169,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
             problems.add(str(exc))
             continue
         subject = "%s %s" % (source, ref(obj))
-        _check_api(obj, subject, defined, cluster_version, problems, warnings)
+        _check_api(obj, subject, defined, cluster_version, problems, deprecations)
         res = defined.find(obj["apiVersion"], obj["kind"])
         if res is not None:
             meta = obj["metadata"]
@@ -204,6 +204,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
         except ManentError as exc:
             problems.add(str(exc))
     problems.raise_if_any(options.artifact_label or os.path.basename(path))
+    warnings.extend(deprecations)
     warnings.extend(outside_namespace_warning(objects, options.namespace))
     order = sorted(range(len(objects)), key=lambda i: sort_key(objects[i]))
     return Bundle(release=release, namespace=options.namespace, objects=[objects[i] for i in order],
@@ -211,7 +212,7 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                   artifact={"name": release.key.artifact, "version": release.version,
                             "sha256": options.artifact_sha256,
                             "type": "chart" if is_chart else "manifests"},
-                  hooks_skipped=list(hooks_skipped), warnings=warnings)
+                  hooks_skipped=list(hooks_skipped), warnings=warnings, deprecations=deprecations)
 
 
 def outside_namespace_warning(objects, namespace):
@@ -269,7 +270,7 @@ class BundleKinds:
         return sorted(found)
 
 
-def _check_api(obj, subject, discovery, cluster_version, problems, warnings):
+def _check_api(obj, subject, discovery, cluster_version, problems, deprecations):
     api_version, kind = obj["apiVersion"], obj["kind"]
     served = discovery.find(api_version, kind) is not None
     finding = apiversions.check(api_version, kind, tuple(cluster_version[:2]), served)
@@ -277,7 +278,7 @@ def _check_api(obj, subject, discovery, cluster_version, problems, warnings):
         problems.add("%s: %s" % (subject, finding.message))
         return
     if finding is not None:
-        warnings.append("%s: %s" % (subject, finding.message))
+        deprecations.append("%s: %s" % (subject, finding.message))
     if not served:
         group = api_version.split("/")[0] if "/" in api_version else ""
         others = discovery.versions_of(group, kind)

@@ -227,7 +227,16 @@ hooks_skipped:
   type: list
   elements: str
 warnings_list:
-  description: Deprecated API versions, lifecycle-annotation mistakes and helm's own warnings.
+  description: Deprecated API versions, lifecycle-annotation mistakes, objects outside the release namespace, notes of
+    the schema check and helm's own warnings.
+  returned: success
+  type: list
+  elements: str
+deprecated_apis:
+  description:
+    - The warnings of RV(warnings_list) that name a deprecated apiVersion this cluster still serves, with its
+      replacement (apiVersions it no longer serves fail the render instead).
+    - What the role's audit counts with C(deploy_audit_fail_on=deprecated).
   returned: success
   type: list
   elements: str
@@ -322,7 +331,7 @@ def run(module):
         module.warn(w)
     return dict(changed=False, bundle=path, deployment=deployment, slot=bundle.slot, objects=summary["objects"],
                 kinds=summary["kinds"], hooks_skipped=bundle.hooks_skipped, warnings_list=bundle.warnings,
-                cluster_version=git_version)
+                deprecated_apis=bundle.deprecations, cluster_version=git_version)
 
 
 def _safe(text):

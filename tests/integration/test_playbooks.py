@@ -375,6 +375,33 @@ def test_audit_names_removed_api_versions_without_touching_the_clusters(clusters
     assert ["eu1a", "not", "checked", "0", "0", "0"] in rows, run.explain()
 
 
+@pytest.mark.integration
+def test_audit_fails_on_deprecated_apis_only_when_asked_never_on_other_warnings(inventory_path, namespaces, tmp_path):
+    """deploy_audit_fail_on: deprecated fails on a deprecated apiVersion the cluster still serves (v1 Endpoints,
+    deprecated since 1.33), not on the artifact's other warnings (here an object outside the release namespace)."""
+    ns = namespaces
+    settings = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}}
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "legacy"}}
+    elsewhere = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "elsewhere", "namespace": "default"},
+                 "data": {"b": "2"}}
+
+    def audit(name, objects, fail_on):
+        manifest = write_manifest(str(tmp_path / (name + ".yaml")), objects)
+        extra = base_vars(tmp_path, ns, deploy_application="web", deploy_audit_fail_on=fail_on,
+                          deploy_artifact=artifact("web", "1.0.0", manifest))
+        return run_playbook("audit", inventory_path, extra, tmp_path, limit="eu1a")
+
+    run = audit("deprecated", [settings, endpoints], "deprecated")
+    assert run.rc != 0, run.explain()
+    assert "eu1a: artifact:" in run.output and "Endpoints" in run.output and "discovery.k8s.io/v1" in run.output
+    run = audit("deprecated", [settings, endpoints], "removed")
+    assert run.rc == 0, run.explain()
+    assert "Endpoints" in run.output  # shown, not failing
+    run = audit("elsewhere", [settings, elsewhere], "deprecated")
+    assert run.rc == 0, run.explain()
+    assert "outside the release namespace" in run.output, run.explain()
+
+
 # --------------------------------------------------------------------------- the demo
 
 
