@@ -146,6 +146,7 @@ class _Plan:
     started: float
     locked: bool = False
     saved: bool = False
+    slot_rerun: bool = False  # the traffic release in service deployed again (same deploy id) to its own slot
 
     @property
     def meta(self):
@@ -181,6 +182,8 @@ class Deployer:
         """Deploy ``bundle``. ``previous_objects`` overrides what it may prune (default: from history),
         ``replaced`` the release recorded as replaced (default: the one in service)."""
         plan = self._plan(bundle, phase, previous_objects, replaced)
+        if plan.slot_rerun:
+            return _slot_rerun(plan, self.dry_run)
         try:
             # before any write, in check mode too. All three only read (LISTs, access reviews), so they are sent
             # together; an object of another release is reported before a missing permission. The third learns
@@ -207,6 +210,9 @@ class Deployer:
                                                 store.locator)
         located = located or {}
         current = store.in_service(located)
+        same = _same_release(current, located, bundle) and phase != ROLLBACK
+        if not same:
+            _check_candidate_version(bundle, current)
         phase = phase or (INSTALL if current is None else UPGRADE)
         result = DeployResult(status="pending", namespace=bundle.namespace, release=bundle.release.version,
                               previous=(current or {}).get("version", ""), phase=phase,
@@ -223,8 +229,9 @@ class Deployer:
         # A rerun of the release in service writes no history, unless it rendered objects differently from their
         # stored copies: those are applied again, and the record must hold what is live, or a rollback to this
         # version would restore the first rendering.
+        slot_rerun = same and _in_its_slot(current, bundle)
         regenerated = unchanged.rendered_differently(bundle.objects, previous_objects) \
-            if _same_release(current, located, bundle) and phase != ROLLBACK else None
+            if same and not slot_rerun else None
         if regenerated:
             result.warnings.append(_unstable_render_warning(regenerated))
         if replaced is None:
@@ -232,7 +239,8 @@ class Deployer:
         selected = _select(bundle.objects, phase, result)
         return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
                      stages=stages.plan(selected, phase), previous_objects=previous_objects,
-                     noop=regenerated == [], replaced=replaced, create_ns=create_ns, started=started)
+                     noop=slot_rerun or regenerated == [], replaced=replaced, create_ns=create_ns, started=started,
+                     slot_rerun=slot_rerun)
 
     def _release_namespace(self, bundle):
         """True when the release namespace must be created (create_namespace); a missing namespace that
@@ -520,13 +528,27 @@ def _unstable_render_warning(regenerated):
             % (len(regenerated), listing([ref(o) for o in regenerated], 5)))
 
 
+def _check_candidate_version(bundle, current):
+    """A traffic release (``bundle.slot``) needs a version of its own: history keeps one record per version, so a
+    candidate of the version in service would replace that release's record with the other slot's objects, and
+    abort, rollback and prune would then work from the wrong slot. Refused before anything is written."""
+    if bundle.slot and current and current.get("version") == bundle.release.version:
+        raise InputError("version %s is already in service%s: a traffic release needs a version of its own (history "
+                         "keeps one record per version, and the candidate's would replace the record of the release "
+                         "in service)" % (bundle.release.version,
+                                          " in slot %s" % current["slot"] if current.get("slot") else ""),
+                         subject="version %s" % bundle.release.version,
+                         hint="give this release a new version (e.g. a build suffix: %s-2), or deploy it with the "
+                              "rolling strategy; nothing was written" % bundle.release.version)
+
+
 def _replaced(current, located, bundle):
     """The version the deployed ``bundle`` replaces (what a rollback returns to): the release in service, or,
     when ``bundle`` deploys the version in service again (other parameters, or a rendering that changed), the
     version that one replaced: a version never replaces itself."""
     if not current:
         return ""
-    if current.get("version") == bundle.release.version and not bundle.slot:
+    if current.get("version") == bundle.release.version:  # with a slot: its own (_check_candidate_version)
         return located.get("replaced", "") or ""
     return current.get("version", "")
 
@@ -535,7 +557,31 @@ def _same_release(current, located, bundle):
     """True when ``bundle`` is already deployed: the release in service or, for traffic, the candidate."""
     deployment = bundle.release.deployment
     if bundle.slot:
-        return located.get("candidate") == bundle.release.version and \
-            located.get("candidateDeployment") == deployment
+        return (located.get("candidate") == bundle.release.version and
+                located.get("candidateDeployment") == deployment) or \
+            (_in_its_slot(current, bundle) and current.get("deployment") == deployment)
     return bool(current) and current.get("version") == bundle.release.version and \
         current.get("deployment") == deployment
+
+
+def _slot_rerun(plan, dry_run):
+    """The result of a rerun of the traffic release in service (same version and deploy id, its own slot): nothing
+    is applied. Its slot's replicas and the route's weights belong to manent_traffic since the promotion (with
+    proportional replicas the rendering starts workloads at 1 replica); applying the rendering again would undo
+    them in production."""
+    result = plan.result
+    result.status = "checked" if dry_run else "deployed"
+    reason = "in service in traffic slot %s: a rerun applies nothing" % plan.bundle.slot
+    result.changes.extend(Change(ref(o), SKIPPED, reason=reason) for o in plan.selected)
+    result.warnings.append("version %s (deploy %s) is already in service in traffic slot %s: nothing was applied; "
+                           "deploy a new version to change it" % (plan.bundle.release.version,
+                                                                  plan.bundle.release.deployment, plan.bundle.slot))
+    result.timings = {"total": time.monotonic() - plan.started}
+    return result
+
+
+def _in_its_slot(current, bundle):
+    """True when ``bundle`` is the version in service, rendered for the slot it is in service in (manent_render
+    chooses that slot for a rerun of the release in service: traffic.choose_slot)."""
+    return bool(current and bundle.slot) and current.get("slot") == bundle.slot and \
+        current.get("version") == bundle.release.version

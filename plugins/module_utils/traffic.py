@@ -417,13 +417,19 @@ class Traffic:
                 "promoted": data.get("promoted", "")}
 
 
-def choose_slot(locator, migrate=False):
+def choose_slot(locator, migrate=False, version="", deployment_in=None):
     """The slot a traffic release goes to: the one not in service (``a`` when nothing is in service).
 
     A release in service that is not slotted (deployed with the rolling strategy) is only replaced by a
     first traffic release when ``migrate`` is set: its un-suffixed objects keep serving until the route moves.
+    A rerun of the release in service (``version``, and ``deployment_in(slot)``, its deploy id when rendered for
+    ``slot``, equal to the locator's) stays in its own slot: deploy.py then changes nothing.
     """
     locator = locator or {}
+    in_service = locator.get("slot") or ""
+    if in_service and version and locator.get("version") == version and deployment_in is not None and \
+            deployment_in(in_service) == locator.get("deployment"):
+        return in_service
     if locator.get("version") and not locator.get("slot") and not migrate:
         raise InputError("version %s of this release is in service without a traffic slot" % locator["version"],
                          subject="strategy",

@@ -131,6 +131,9 @@ options:
         the first traffic release), read from the release history of the cluster unless O(slot) is given; the
         slot's objects are renamed and labelled (see O(traffic_rename)) and M(manent.kubernetes.manent_traffic)
         moves the traffic.
+      - The version in service rendered again with the same parameters (a rerun) keeps the slot it is in service
+        in; M(manent.kubernetes.manent_apply) then applies nothing. A candidate needs a version of its own, so the
+        version in service with other parameters is refused by M(manent.kubernetes.manent_apply).
     type: str
     choices: [rolling, traffic]
     default: rolling
@@ -246,6 +249,7 @@ cluster_version:
   type: str
 """
 
+import dataclasses
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -309,11 +313,17 @@ def run(module):
                        timeout=parse_duration(p["helm_timeout"], name="helm_timeout"))
     kube, discovery = mc.open_cluster(p)
     try:
+        sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
+
+        def deployment_in(slot):
+            return p.get("deployment") or default_deployment_id(p["version"], sha, dataclasses.replace(options,
+                                                                                                       slot=slot))
+
         if p["strategy"] == "traffic" and not options.slot:
             store = HistoryStore(kube, p["namespace"], mc.release_key(p))
-            options.slot = choose_slot(store.locator(), migrate=p["traffic_migrate"])
-        sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
-        deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
+            options.slot = choose_slot(store.locator(), migrate=p["traffic_migrate"], version=p["version"],
+                                       deployment_in=deployment_in)
+        deployment = deployment_in(options.slot)
         release = mc.release(p, p["version"], deployment)
         major, minor, git_version = discovery.version()  # kept with the cached kinds (discovery.py)
         bundle = render(p["artifact"], release, options, discovery, (major, minor, git_version), helm_options=helm,

@@ -8,6 +8,7 @@ played by ``AutoController`` (it reports every new generation Accepted), and kwo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -46,12 +47,19 @@ def manifests(version, replicas=4):
 
 
 def render_slot(cluster, tmp_path, namespace, version, router="gateway-api", proportional=True):
+    """As manent_render with strategy traffic: the slot chosen from the locator (a rerun of the release in
+    service stays in its slot), the deploy id from the parameters and the slot."""
     objects = manifests(version)
     path, sha = write_artifact(tmp_path, objects)
-    slot = choose_slot(deployer(cluster).store(namespace, KEY).locator())
-    options = RenderOptions(namespace=namespace, artifact_sha256=sha, slot=slot, traffic_router=router,
+    options = RenderOptions(namespace=namespace, artifact_sha256=sha, traffic_router=router,
                             traffic_proportional=proportional)
-    release = Release(KEY, version, default_deployment_id(version, sha, options))
+
+    def deployment_in(slot):
+        return default_deployment_id(version, sha, dataclasses.replace(options, slot=slot))
+
+    options.slot = choose_slot(deployer(cluster).store(namespace, KEY).locator(), version=version,
+                               deployment_in=deployment_in)
+    release = Release(KEY, version, deployment_in(options.slot))
     return render(path, release, options, Discovery(cluster.kube), cluster.kube.version())
 
 
@@ -251,6 +259,37 @@ def test_grpc_route_weights(cluster, namespace, tmp_path):
         ship(cluster, tmp_path, namespace, "2.0.0", proportional=False)
         result = traffic(cluster, namespace, **grpc).run("step", 40)
     assert weights(rule(read(cluster, ref), "app")) == {"a": 60, "b": 40} and result.weights == {"a": 60, "b": 40}
+
+
+def test_the_version_in_service_again_is_a_rerun_in_its_slot_or_refused_as_a_candidate(cluster, namespace, tmp_path):
+    """One record per version. The same version and parameters again stay in the slot in service and change
+    nothing. The same version with other parameters would be a candidate replacing that release's record with the
+    other slot's objects (abort and prune would then work from the wrong slot): refused before any write."""
+    create(cluster, httproute(namespace))
+    with AutoController(cluster, route_ref(namespace)):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+        before = locator(cluster, namespace)
+        record = cluster.get("v1", "ConfigMap", namespace, hc.record_name(KEY, "1.0.0"))
+
+        rerun = render_slot(cluster, tmp_path, namespace, "1.0.0")
+        assert rerun.slot == "a" and rerun.release.deployment == before["deployment"]
+        again = deployer(cluster, prune=True, wait_timeout=60).deploy(rerun)
+        assert again.status == "deployed" and again.changed is False and again.history == {}, again.to_dict()
+        assert {c.action for c in again.changes} == {"skipped"} and len(again.changes) == len(rerun.objects)
+        assert any("already in service in traffic slot a" in w for w in again.warnings), again.warnings
+        assert replicas(cluster, namespace, "shop-a") == 4  # the rendering starts at 1 (proportional): not applied
+
+        other = render_slot(cluster, tmp_path, namespace, "1.0.0", proportional=False)  # other parameters
+        assert other.slot == "b"
+        for dry_run in (True, False):
+            with pytest.raises(InputError) as refused:
+                deployer(cluster, apply={"dry_run": dry_run}).deploy(other)
+            assert "already in service in slot a" in str(refused.value) and "new version" in refused.value.hint
+        assert locator(cluster, namespace) == before
+        assert cluster.get("v1", "ConfigMap", namespace, hc.record_name(KEY, "1.0.0")) == record
+        assert cluster.get("apps/v1", "Deployment", namespace, "shop-b") is None
+        assert ship(cluster, tmp_path, namespace, "1.0.1") == "b"  # a version of its own goes to slot b as usual
 
 
 def test_first_traffic_release_over_an_unslotted_one_needs_migrate(cluster, namespace, tmp_path):
