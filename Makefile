@@ -47,7 +47,7 @@ integration: venv tools collection-link ## integration tests (start the clusters
 	$(VPY) -m pytest tests/integration -q
 
 test: venv tools collection-link ## every test: unit, integration against real local clusters, the version matrix, lint, build
-	$(VPY) -m pytest tests -q -p no:cacheprovider --durations=15
+	$(VPY) -m pytest tests -q -p no:cacheprovider --durations=15 -n 2 --dist loadfile
 	$(MAKE) --no-print-directory test-matrix sanity lint docs-lint docs changelog-lint ee-check build
 
 SANITY_DIR := $(ROOT)/.build/sanity/ansible_collections/manent/kubernetes
