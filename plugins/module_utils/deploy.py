@@ -532,7 +532,7 @@ def _check_candidate_version(bundle, current):
     """A traffic release (``bundle.slot``) needs a version of its own: history keeps one record per version, so a
     candidate of the version in service would replace that release's record with the other slot's objects, and
     abort, rollback and prune would then work from the wrong slot. Refused before anything is written."""
-    if bundle.slot and current and current.get("version") == bundle.release.version:
+    if bundle.slot and _version_in_service(current, bundle):
         raise InputError("version %s is already in service%s: a traffic release needs a version of its own (history "
                          "keeps one record per version, and the candidate's would replace the record of the release "
                          "in service)" % (bundle.release.version,
@@ -546,11 +546,9 @@ def _replaced(current, located, bundle):
     """The version the deployed ``bundle`` replaces (what a rollback returns to): the release in service, or,
     when ``bundle`` deploys the version in service again (other parameters, or a rendering that changed), the
     version that one replaced: a version never replaces itself."""
-    if not current:
-        return ""
-    if current.get("version") == bundle.release.version:  # with a slot: its own (_check_candidate_version)
+    if _version_in_service(current, bundle):  # traffic: only a rerun in its own slot (_check_candidate_version)
         return located.get("replaced", "") or ""
-    return current.get("version", "")
+    return (current or {}).get("version", "")
 
 
 def _same_release(current, located, bundle):
@@ -560,8 +558,7 @@ def _same_release(current, located, bundle):
         return (located.get("candidate") == bundle.release.version and
                 located.get("candidateDeployment") == deployment) or \
             (_in_its_slot(current, bundle) and current.get("deployment") == deployment)
-    return bool(current) and current.get("version") == bundle.release.version and \
-        current.get("deployment") == deployment
+    return _version_in_service(current, bundle) and current.get("deployment") == deployment
 
 
 def _slot_rerun(plan, dry_run):
@@ -583,5 +580,9 @@ def _slot_rerun(plan, dry_run):
 def _in_its_slot(current, bundle):
     """True when ``bundle`` is the version in service, rendered for the slot it is in service in (manent_render
     chooses that slot for a rerun of the release in service: traffic.choose_slot)."""
-    return bool(current and bundle.slot) and current.get("slot") == bundle.slot and \
-        current.get("version") == bundle.release.version
+    return bool(bundle.slot) and _version_in_service(current, bundle) and current.get("slot") == bundle.slot
+
+
+def _version_in_service(current, bundle):
+    """True when ``bundle`` deploys the version in service (``current``: as HistoryStore.in_service gives it)."""
+    return bool(current) and current.get("version") == bundle.release.version

@@ -13,6 +13,7 @@ the bundle file. Every problem found is reported at once (up to a limit), each n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.identity import 
 from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse_files, validate_object
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import is_crd, key_of, namespace_of, ref, served_kinds
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
 from ansible_collections.manent.kubernetes.plugins.module_utils.variables import builtin_values, substitute
 
 MAX_REPORTED = 25
@@ -96,6 +98,17 @@ def default_deployment_id(version, artifact_sha256, options):
                            "release": options.helm_release, "slot": options.slot,
                            "traffic": _traffic_shape(options)}, sort_keys=True, default=str)
     return "d" + sha256_text(material)[:12]
+
+
+def choose_traffic_slot(locator, version, artifact_sha256, options, migrate=False, deployment=""):
+    """(slot, deploy id) of a traffic release of ``version`` rendered with ``options`` (slot not set), from the
+    ``locator`` of its history: the slot not in service, or the slot in service for a rerun of the release in
+    service (traffic.choose_slot). ``deployment``: a deploy id given by the user, else derived for the slot."""
+    def deployment_in(slot):
+        return deployment or default_deployment_id(version, artifact_sha256, dataclasses.replace(options, slot=slot))
+
+    slot = choose_slot(locator, migrate=migrate, version=version, deployment_in=deployment_in)
+    return slot, deployment_in(slot)
 
 
 def _traffic_shape(options):

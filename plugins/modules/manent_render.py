@@ -249,7 +249,6 @@ cluster_version:
   type: str
 """
 
-import dataclasses
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -262,9 +261,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import Ma
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import key_hash
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
-    RenderOptions, default_deployment_id, render)
+    RenderOptions, choose_traffic_slot, default_deployment_id, render)
 
 RENDER_SPEC = {
     "artifact": {"type": "path", "required": True},
@@ -314,16 +312,13 @@ def run(module):
     kube, discovery = mc.open_cluster(p)
     try:
         sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
-
-        def deployment_in(slot):
-            return p.get("deployment") or default_deployment_id(p["version"], sha, dataclasses.replace(options,
-                                                                                                       slot=slot))
-
         if p["strategy"] == "traffic" and not options.slot:
             store = HistoryStore(kube, p["namespace"], mc.release_key(p))
-            options.slot = choose_slot(store.locator(), migrate=p["traffic_migrate"], version=p["version"],
-                                       deployment_in=deployment_in)
-        deployment = deployment_in(options.slot)
+            options.slot, deployment = choose_traffic_slot(store.locator(), p["version"], sha, options,
+                                                           migrate=p["traffic_migrate"],
+                                                           deployment=p.get("deployment") or "")
+        else:
+            deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
         release = mc.release(p, p["version"], deployment)
         major, minor, git_version = discovery.version()  # kept with the cached kinds (discovery.py)
         bundle = render(p["artifact"], release, options, discovery, (major, minor, git_version), helm_options=helm,

@@ -8,7 +8,6 @@ played by ``AutoController`` (it reports every new generation Accepted), and kwo
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 
@@ -20,7 +19,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
-    RenderOptions, default_deployment_id, render)
+    RenderOptions, choose_traffic_slot, default_deployment_id, render)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import Traffic, TrafficOptions, choose_slot
 from tests.integration.deploy_helpers import KEY, deployer, deployment, locator, record_status, write_artifact
 from tests.integration.route_helpers import (
@@ -53,14 +52,9 @@ def render_slot(cluster, tmp_path, namespace, version, router="gateway-api", pro
     path, sha = write_artifact(tmp_path, objects)
     options = RenderOptions(namespace=namespace, artifact_sha256=sha, traffic_router=router,
                             traffic_proportional=proportional)
-
-    def deployment_in(slot):
-        return default_deployment_id(version, sha, dataclasses.replace(options, slot=slot))
-
-    options.slot = choose_slot(deployer(cluster).store(namespace, KEY).locator(), version=version,
-                               deployment_in=deployment_in)
-    release = Release(KEY, version, deployment_in(options.slot))
-    return render(path, release, options, Discovery(cluster.kube), cluster.kube.version())
+    options.slot, deployment = choose_traffic_slot(deployer(cluster).store(namespace, KEY).locator(), version, sha,
+                                                   options)
+    return render(path, Release(KEY, version, deployment), options, Discovery(cluster.kube), cluster.kube.version())
 
 
 def ship(cluster, tmp_path, namespace, version, **render_options):
