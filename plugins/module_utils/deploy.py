@@ -531,7 +531,15 @@ def _unstable_render_warning(regenerated):
 def _check_candidate_version(bundle, current):
     """A traffic release (``bundle.slot``) needs a version of its own: history keeps one record per version, so a
     candidate of the version in service would replace that release's record with the other slot's objects, and
-    abort, rollback and prune would then work from the wrong slot. Refused before anything is written."""
+    abort, rollback and prune would then work from the wrong slot. And it goes to the slot not in service: a
+    bundle made for the slot in service (rendered before another release took that slot, or given that slot)
+    would replace the serving objects under the route's weight. Both refused before anything is written."""
+    if bundle.slot and current and current.get("slot") == bundle.slot and not _version_in_service(current, bundle):
+        raise InputError("rendered for traffic slot %s, where version %s is in service now: a traffic release goes to "
+                         "the slot not in service" % (bundle.slot, current["version"]),
+                         subject="version %s" % bundle.release.version,
+                         hint="render it again (manent_render chooses the slot from the history it reads), or give "
+                              "the other slot; nothing was written")
     if bundle.slot and _version_in_service(current, bundle):
         raise InputError("version %s is already in service%s: a traffic release needs a version of its own (history "
                          "keeps one record per version, and the candidate's would replace the record of the release "

@@ -247,6 +247,14 @@ cluster_version:
   description: The cluster's version (C(gitVersion)).
   returned: success
   type: str
+in_service:
+  description:
+    - The release of this key in service on the cluster when it rendered (version, deployment, slot, record), as
+      M(manent.kubernetes.manent_history) lists it, or null when none is.
+    - What the role's checkpoint compares across clusters when C(playbooks/deploy.yml) renders them all before its
+      first wave.
+  returned: success
+  type: dict
 """
 
 import os
@@ -312,9 +320,13 @@ def run(module):
     kube, discovery = mc.open_cluster(p)
     try:
         sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
+        # The release in service, one read: returned (the role's checkpoint compares it across clusters, playbooks/
+        # deploy.yml renders every cluster before its first wave) and, for traffic, where the slot comes from.
+        store = HistoryStore(kube, p["namespace"], mc.release_key(p))
+        locator = store.locator()
+        in_service = store.in_service(locator or {})  # {}: nothing deployed yet, no second read
         if p["strategy"] == "traffic" and not options.slot:
-            store = HistoryStore(kube, p["namespace"], mc.release_key(p))
-            options.slot, deployment = choose_traffic_slot(store.locator(), p["version"], sha, options,
+            options.slot, deployment = choose_traffic_slot(locator, p["version"], sha, options,
                                                            migrate=p["traffic_migrate"],
                                                            deployment=p.get("deployment") or "")
         else:
@@ -336,7 +348,7 @@ def run(module):
         module.warn(w)
     return dict(changed=False, bundle=path, deployment=deployment, slot=bundle.slot, objects=summary["objects"],
                 kinds=summary["kinds"], hooks_skipped=bundle.hooks_skipped, warnings_list=bundle.warnings,
-                deprecated_apis=bundle.deprecations, cluster_version=git_version)
+                deprecated_apis=bundle.deprecations, cluster_version=git_version, in_service=in_service)
 
 
 def _safe(text):

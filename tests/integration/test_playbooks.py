@@ -176,7 +176,7 @@ def test_bad_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_pa
     run = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert run.rc != 0, run.explain()
     assert expected in run.output, run.explain()
-    assert "Checkpoint | Read the release in service" not in run.output
+    assert "Deploy | Render the release" not in run.output  # the first task that reads a cluster
 
 
 # --------------------------------------------------------------------------- one release key, many runs
@@ -257,7 +257,7 @@ def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clu
     table = [line.strip(' ",').split() for line in run.output.splitlines()]
     assert ["eu1a", "eu-1", "2.0.0"] in [row[:3] for row in table], run.explain()
     assert ["us1a", "us-1", "1.0.0"] in [row[:3] for row in table], run.explain()
-    assert "Deploy | Render the release" not in run.output
+    assert "Deploy | Apply" not in run.output  # every cluster rendered (read-only), none applied
     assert {c.name: resource_versions(c, ns) for c in clusters} == before
 
     # 6. Roll region eu-1 back (same -l behaviour): 1.0.0 again, from the history in the clusters.
@@ -274,19 +274,19 @@ def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clu
 
 @pytest.mark.integration
 def test_checkpoint_stops_when_a_cluster_cannot_be_read(clusters, inventory_path, namespaces, tmp_path):
-    """A targeted cluster whose history cannot be read (nothing listens at its address) stops the deploy at the
-    checkpoint, before any change on any cluster. playbooks/deploy.yml stops at the failed read (its plan play
-    has any_errors_fatal); a play of the role's checkpoint entry point reads every cluster it can, prints the
-    table and names the cluster it could not read."""
+    """A targeted cluster that cannot be read (nothing listens at its address) stops the deploy before any change
+    on any cluster. playbooks/deploy.yml stops at that cluster's rendering, which reads its discovery and the
+    release in service for the checkpoint (its plan play has any_errors_fatal, and no wave starts); a play of the
+    role's checkpoint entry point reads every cluster it can, prints the table and names the cluster it could
+    not read."""
     ns = namespaces
     inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"),
                                 host_vars={"us1a": {"manent_api_server": "https://127.0.0.1:1"}})
     extra = shop_vars(tmp_path, ns, "1.0.0", "hello")
     run = run_playbook("deploy", inventory, extra, tmp_path)
     assert run.rc != 0, run.explain()
-    assert "fatal: [us1a]" in run.output and "cannot read the release history" in run.output, run.explain()
-    assert "cannot reach https://127.0.0.1:1" in run.output, run.explain()
-    assert "Deploy | Render the release" not in run.output
+    assert "fatal: [us1a]" in run.output and "cannot reach https://127.0.0.1:1" in run.output, run.explain()
+    assert "Checkpoint | Releases in service" not in run.output and "Deploy | Apply" not in run.output
 
     playbook = tmp_path / "checkpoint.yml"
     playbook.write_text(yaml.safe_dump([{
@@ -346,6 +346,49 @@ def test_waves_stop_after_the_first_wave_with_a_failure(clusters, inventory_path
                     for cm in history_configmaps(c, ns, "web") if cm["metadata"]["labels"]["manent.io/history"]
                     == "record"}
         assert statuses == {"1.0.0": "failed"}, statuses
+
+
+@pytest.mark.integration
+def test_a_rendering_that_fails_on_a_later_wave_stops_the_deploy_before_the_first_wave(
+        clusters, inventory_path, namespaces, tmp_path):
+    """playbooks/deploy.yml renders every targeted cluster before its first wave writes anything: a manifest that
+    only region us-1's variables make invalid stops the run, and the clusters of the first wave (eu-1) stay
+    untouched, without objects or history. The message names the file and the cluster."""
+    ns = namespaces
+    manifest = write_manifest(str(tmp_path / "settings.yaml"), [{
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+        "data": {"mode": "${MODE}"}}])
+    with open(manifest, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(manifest, "w", encoding="utf-8") as handle:  # unquoted: a value that is not YAML breaks the document
+        handle.write(text.replace("'${MODE}'", "${MODE}"))
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), {
+        "all": {"deploy_variables": {"MODE": "fast"}},
+        "region_us1": {"deploy_variables": {"MODE": "[unclosed"}},
+    })
+    extra = base_vars(tmp_path, ns, deploy_application="settings",
+                      deploy_artifact=artifact("settings", "1.0.0", manifest))
+    run = run_playbook("deploy", inventory, extra, tmp_path)
+
+    assert run.rc != 0, run.explain()
+    assert "fatal: [us1a]" in run.output and "settings.yaml" in run.output, run.explain()
+    assert "Deploy | Apply" not in run.output, run.explain()
+    # The summary is shown and exported as for a failed wave: the cluster that failed, the others not started.
+    assert {h: e["status"] for h, e in run.summary.items()} == {
+        "eu1a": "not started", "eu1b": "not started", "us1a": "failed"}, run.explain()
+    assert "settings.yaml" in run.summary["us1a"]["message"], run.summary
+    for c in clusters:
+        assert c.get("v1", "ConfigMap", ns, "settings") is None, c.name
+        assert history_configmaps(c, ns, "settings") == [], c.name
+
+    # The same inventory without the bad value deploys every wave.
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"),
+                                {"all": {"deploy_variables": {"MODE": "fast"}}})
+    run = run_playbook("deploy", inventory, extra, tmp_path)
+    assert run.rc == 0, run.explain()
+    assert {h: e["status"] for h, e in run.summary.items()} == {h: "deployed" for h in ("eu1a", "eu1b", "us1a")}
+    for c in clusters:
+        assert c.get("v1", "ConfigMap", ns, "settings")["data"] == {"mode": "fast"}, c.name
 
 
 # --------------------------------------------------------------------------- audit

@@ -11,8 +11,8 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import prune, rollback
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import _same_release
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import _check_candidate_version, _same_release
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 
 KEY = ReleaseKey("shop", "shop-api", "prod")
@@ -63,6 +63,28 @@ def bundle(version, deployment, slot=""):
 ])
 def test_a_deploy_is_a_noop_only_for_the_same_version_and_deploy_id(current, located, candidate, expected):
     assert _same_release(current, located, candidate) is expected
+
+
+@pytest.mark.parametrize("current, candidate, refused", [
+    # traffic: a new version goes to the slot not in service
+    ({"version": "1.0.0", "deployment": "d1", "slot": "a"}, bundle("1.1.0", "d2", slot="b"), ""),
+    (None, bundle("1.0.0", "d1", slot="a"), ""),  # first traffic release
+    ({"version": "1.0.0", "deployment": "d1", "slot": ""}, bundle("1.1.0", "d2", slot="a"), ""),  # migrate
+    # made for the slot in service (rendered before another release took it): it would replace the serving objects
+    ({"version": "1.0.0", "deployment": "d1", "slot": "a"}, bundle("1.1.0", "d2", slot="a"), "where version 1.0.0"),
+    # the version in service as a candidate in the other slot
+    ({"version": "1.0.0", "deployment": "d1", "slot": "a"}, bundle("1.0.0", "d2", slot="b"), "already in service"),
+    ({"version": "1.0.0", "deployment": "d1", "slot": "a"}, bundle("1.1.0", "d2"), ""),  # rolling: not a slot
+])
+def test_a_traffic_release_needs_its_own_version_and_the_slot_not_in_service(current, candidate, refused):
+    """Checked for every deploy that is not a rerun of the release in service (same version and deploy id, which
+    _same_release finds first and which applies nothing in its slot)."""
+    if not refused:
+        _check_candidate_version(candidate, current)
+        return
+    with pytest.raises(InputError) as exc:
+        _check_candidate_version(candidate, current)
+    assert refused in str(exc.value) and "nothing was written" in str(exc.value)
 
 
 # ------------------------------------------------------------------------------------------- rollback target
