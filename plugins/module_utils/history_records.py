@@ -119,15 +119,20 @@ class Records:
         return self.locator.known()  # as just written
 
     def set_candidate(self, release, slot):
-        """Record ``release`` (applied to ``slot``, not in service) as the traffic candidate, weight 0."""
+        """Record ``release`` (applied to ``slot``, not in service) as the traffic candidate, weight 0. A candidate
+        it replaces (another version, never promoted) is marked superseded: its slot's objects are now this one's."""
         self._check_release(release)
         name = codec.record_name(self.client.key, release.version)
         self.mark(release.version, codec.STATUS_CANDIDATE, slot=slot)
         current = self.locator.read() or {}
         weight = current.get("weight") if current.get("candidate") == str(release.version) else "0"
-        return self.locator.update("record the candidate %s" % release.version, candidate=release.version,
-                                   candidateDeployment=release.deployment or "", candidateRecord=name,
-                                   candidateSlot=slot, weight=weight or "0")
+        located = self.locator.update("record the candidate %s" % release.version, candidate=release.version,
+                                      candidateDeployment=release.deployment or "", candidateRecord=name,
+                                      candidateSlot=slot, weight=weight or "0")
+        replaced = current.get("candidate") or ""
+        if replaced and replaced != str(release.version):
+            self.mark(replaced, codec.STATUS_SUPERSEDED, missing_ok=True)
+        return located
 
     # ------------------------------------------------------------------ read
 

@@ -286,6 +286,26 @@ def test_the_version_in_service_again_is_a_rerun_in_its_slot_or_refused_as_a_can
         assert ship(cluster, tmp_path, namespace, "1.0.1") == "b"  # a version of its own goes to slot b as usual
 
 
+def test_a_candidate_replaced_by_a_newer_one_is_superseded(cluster, namespace, tmp_path):
+    """A new version deployed while a candidate waits in the other slot takes that slot; the candidate it
+    replaced, never promoted, is marked superseded (it stayed "candidate" before), and an abort then concerns
+    the newer one only."""
+    create(cluster, httproute(namespace))
+    with AutoController(cluster, route_ref(namespace)):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+        assert ship(cluster, tmp_path, namespace, "1.1.0") == "b"
+        assert record_status(cluster, namespace, "1.1.0") == "candidate"
+        assert ship(cluster, tmp_path, namespace, "1.2.0") == "b"
+        assert {v: record_status(cluster, namespace, v) for v in ("1.0.0", "1.1.0", "1.2.0")} == {
+            "1.0.0": "deployed", "1.1.0": "superseded", "1.2.0": "candidate"}
+        located = locator(cluster, namespace)
+        assert (located["version"], located["candidate"], located["candidateSlot"]) == ("1.0.0", "1.2.0", "b")
+        traffic(cluster, namespace).run("abort")
+        assert {v: record_status(cluster, namespace, v) for v in ("1.0.0", "1.1.0", "1.2.0")} == {
+            "1.0.0": "deployed", "1.1.0": "superseded", "1.2.0": "aborted"}
+
+
 def test_first_traffic_release_over_an_unslotted_one_needs_migrate(cluster, namespace, tmp_path):
     deployer(cluster).deploy(render(*_plain(cluster, tmp_path, namespace)))
     store = deployer(cluster).store(namespace, KEY)
