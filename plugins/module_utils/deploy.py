@@ -212,7 +212,7 @@ class Deployer:
         current = store.in_service(located)
         same = _same_release(current, located, bundle) and phase != ROLLBACK
         if not same:
-            _check_candidate_version(bundle, current)
+            _check_candidate_version(bundle, current, located)
         phase = phase or (INSTALL if current is None else UPGRADE)
         result = DeployResult(status="pending", namespace=bundle.namespace, release=bundle.release.version,
                               previous=(current or {}).get("version", ""), phase=phase,
@@ -528,12 +528,16 @@ def _unstable_render_warning(regenerated):
             % (len(regenerated), listing([ref(o) for o in regenerated], 5)))
 
 
-def _check_candidate_version(bundle, current):
+def _check_candidate_version(bundle, current, located=None):
     """A traffic release (``bundle.slot``) needs a version of its own: history keeps one record per version, so a
     candidate of the version in service would replace that release's record with the other slot's objects, and
     abort, rollback and prune would then work from the wrong slot. And it goes to the slot not in service: a
     bundle made for the slot in service (rendered before another release took that slot, or given that slot)
-    would replace the serving objects under the route's weight. Both refused before anything is written."""
+    would replace the serving objects under the route's weight. A candidate that receives traffic (the weight
+    its last step set, in the locator ``located``) is not replaced by another version under that traffic: the
+    new one would serve the share the old one was given, unchecked. All refused before anything is written."""
+    if bundle.slot:
+        slots.refuse_replacing_a_live_candidate(located, bundle.release.version)
     if bundle.slot and current and current.get("slot") == bundle.slot and not _version_in_service(current, bundle):
         raise InputError("rendered for traffic slot %s, where version %s is in service now: a traffic release goes to "
                          "the slot not in service" % (bundle.slot, current["version"]),

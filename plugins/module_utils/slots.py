@@ -78,6 +78,20 @@ def other_slot(slot):
     return SLOTS[1 - SLOTS.index(_check_slot(slot))]
 
 
+def refuse_replacing_a_live_candidate(locator, version):
+    """InputError when the traffic candidate of ``locator`` (a history locator's fields) is another version than
+    ``version`` and receives traffic (the weight its last step set): ``version`` would take that share
+    unchecked in its slot. Deploying over a candidate at weight 0 (or none) is allowed: it replaces it."""
+    locator = locator or {}
+    waiting, weight = locator.get("candidate") or "", str(locator.get("weight") or "0")
+    if waiting and waiting != str(version) and weight != "0":
+        raise InputError("candidate %s in slot %s receives %s %% of the traffic: version %s would take that share "
+                         "unchecked" % (waiting, locator.get("candidateSlot", ""), weight, version),
+                         subject="version %s" % version,
+                         hint="abort the candidate first (manent_traffic operation=abort: all traffic back to the "
+                              "release in service), or step it to 0, then deploy %s; nothing was written" % version)
+
+
 def candidate_slot(in_service_slot):
     """The slot a new release goes to: ``a`` when nothing is in service ("" or None), else the other slot."""
     return SLOTS[0] if not in_service_slot else other_slot(in_service_slot)

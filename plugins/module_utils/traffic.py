@@ -423,7 +423,9 @@ def choose_slot(locator, migrate=False, version="", deployment_in=None):
     A release in service that is not slotted (deployed with the rolling strategy) is only replaced by a
     first traffic release when ``migrate`` is set: its un-suffixed objects keep serving until the route moves.
     A rerun of the release in service (``version``, and ``deployment_in(slot)``, its deploy id when rendered for
-    ``slot``, equal to the locator's) stays in its own slot: deploy.py then changes nothing.
+    ``slot``, equal to the locator's) stays in its own slot: deploy.py then changes nothing. Another ``version``
+    does not replace a candidate that receives traffic (slots.refuse_replacing_a_live_candidate; deploy.py checks
+    it again under the lock).
     """
     locator = locator or {}
     in_service = locator.get("slot") or ""
@@ -437,4 +439,6 @@ def choose_slot(locator, migrate=False, version="", deployment_in=None):
                               "the first traffic release goes to slot a beside the un-suffixed objects, the "
                               "route must list <service>-a and <service>-b, and the un-suffixed objects are "
                               "removed by hand after promote (see docs/traffic.md, Migration)")
+    if version:
+        slots.refuse_replacing_a_live_candidate(locator, version)
     return slots.candidate_slot(locator.get("slot") or "")

@@ -238,7 +238,9 @@ def test_sha256_is_checked_before_the_archive_is_opened(cluster, tmp_path):
 
 def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_path, monkeypatch):
     """manent_render run twice with the same work directory (two tasks of one run, each its own client): the first
-    reads discovery and the version from the API server, the second only from the cache kept with them."""
+    reads discovery and the version from the API server, the second only from the cache kept with them. Each
+    reads the release in service (the history locator, one GET): live state, never cached."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
     from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
     from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
     from ansible_collections.manent.kubernetes.plugins.modules import manent_render
@@ -266,10 +268,13 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
 
     first = manent_render.run(Task())
     assert ("GET", "/version") in sent and any(p in ("/api", "/apis") for _m, p in sent), sent
+    locator = "/api/v1/namespaces/shop-prod/configmaps/" + hc.locator_name(mc.release_key(Task.params))
+    assert ("GET", locator) in sent, sent
     sent.clear()
     second = manent_render.run(Task())
-    assert sent == []  # kinds and version from the discovery cache: nothing sent
+    assert sent == [("GET", locator)]  # kinds and version from the discovery cache; only the release in service
     assert second["objects"] == first["objects"] == 2 and second["cluster_version"] == first["cluster_version"]
+    assert first["in_service"] is None and second["in_service"] is None  # nothing deployed yet
     with open(first["bundle"]) as f:
         assert [o["kind"] for o in json.load(f)["objects"]] == ["ConfigMap", "Deployment"]
 

@@ -289,13 +289,29 @@ def test_the_version_in_service_again_is_a_rerun_in_its_slot_or_refused_as_a_can
 def test_a_candidate_replaced_by_a_newer_one_is_superseded(cluster, namespace, tmp_path):
     """A new version deployed while a candidate waits in the other slot takes that slot; the candidate it
     replaced, never promoted, is marked superseded (it stayed "candidate" before), and an abort then concerns
-    the newer one only."""
+    the newer one only. While the candidate receives traffic, another version is refused before any write, by
+    the rendering and, for a bundle rendered before the step, by the apply."""
     create(cluster, httproute(namespace))
     with AutoController(cluster, route_ref(namespace)):
         ship(cluster, tmp_path, namespace, "1.0.0")
         traffic(cluster, namespace).run("promote")
         assert ship(cluster, tmp_path, namespace, "1.1.0") == "b"
         assert record_status(cluster, namespace, "1.1.0") == "candidate"
+        early = render_slot(cluster, tmp_path, namespace, "1.2.0")  # rendered while 1.1.0 had no traffic
+        traffic(cluster, namespace).run("step", 10)
+        with pytest.raises(InputError) as refused:
+            render_slot(cluster, tmp_path, namespace, "1.2.0")
+        assert "candidate 1.1.0 in slot b receives 10 % of the traffic" in str(refused.value)
+        before = {name: cluster.get("apps/v1", "Deployment", namespace, name)["metadata"]["resourceVersion"]
+                  for name in ("shop-a", "shop-b")}
+        for dry_run in (True, False):
+            with pytest.raises(InputError) as refused:
+                deployer(cluster, apply={"dry_run": dry_run}).deploy(early)
+            assert "abort the candidate first" in refused.value.hint
+        assert {name: cluster.get("apps/v1", "Deployment", namespace, name)["metadata"]["resourceVersion"]
+                for name in ("shop-a", "shop-b")} == before
+        assert record_status(cluster, namespace, "1.2.0") is None
+        traffic(cluster, namespace).run("step", 0)
         assert ship(cluster, tmp_path, namespace, "1.2.0") == "b"
         assert {v: record_status(cluster, namespace, v) for v in ("1.0.0", "1.1.0", "1.2.0")} == {
             "1.0.0": "deployed", "1.1.0": "superseded", "1.2.0": "candidate"}

@@ -65,6 +65,26 @@ def test_a_deploy_is_a_noop_only_for_the_same_version_and_deploy_id(current, loc
     assert _same_release(current, located, candidate) is expected
 
 
+STABLE_A = {"version": "1.0.0", "deployment": "d1", "slot": "a"}
+
+
+@pytest.mark.parametrize("located, candidate, refused", [
+    ({"candidate": "1.1.0", "candidateSlot": "b", "weight": "0"}, bundle("1.2.0", "d3", slot="b"), ""),
+    ({"candidate": "1.1.0", "candidateSlot": "b", "weight": ""}, bundle("1.2.0", "d3", slot="b"), ""),
+    ({"candidate": "1.1.0", "candidateSlot": "b", "weight": "10"}, bundle("1.2.0", "d3", slot="b"),
+     "candidate 1.1.0 in slot b receives 10 % of the traffic"),
+    # the same candidate version again (other parameters) keeps its weight: it is that candidate's to change
+    ({"candidate": "1.1.0", "candidateSlot": "b", "weight": "10"}, bundle("1.1.0", "d4", slot="b"), ""),
+])
+def test_a_candidate_that_receives_traffic_is_not_replaced_by_another_version(located, candidate, refused):
+    if not refused:
+        _check_candidate_version(candidate, STABLE_A, located)
+        return
+    with pytest.raises(InputError) as exc:
+        _check_candidate_version(candidate, STABLE_A, located)
+    assert refused in str(exc.value) and "abort the candidate first" in str(exc.value)
+
+
 @pytest.mark.parametrize("current, candidate, refused", [
     # traffic: a new version goes to the slot not in service
     ({"version": "1.0.0", "deployment": "d1", "slot": "a"}, bundle("1.1.0", "d2", slot="b"), ""),
@@ -140,3 +160,16 @@ def test_prune_candidates_include_the_traffic_candidate_and_nothing_on_a_first_i
     names = [o["metadata"]["name"] for o in prune.candidates(store, {"version": "1.0.0"}, candidate="2.0.0")]
     assert names == ["a", "c"]
     assert prune.candidates(RecordedStore({}), None) == []
+
+
+def test_rendering_a_new_version_over_a_candidate_that_receives_traffic_is_refused_before_any_cluster_write():
+    """manent_render chooses the slot (traffic.choose_slot) with the same rule as manent_apply: in playbooks/
+    deploy.yml the refusal comes in the plan play, before any wave."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
+    live = {"version": "1.0.0", "deployment": "d1", "slot": "a", "candidate": "1.1.0", "candidateSlot": "b",
+            "weight": "25"}
+    with pytest.raises(InputError) as exc:
+        choose_slot(live, version="1.2.0")
+    assert "candidate 1.1.0 in slot b receives 25 % of the traffic" in str(exc.value)
+    assert choose_slot(dict(live, weight="0"), version="1.2.0") == "b"
+    assert choose_slot(live, version="1.1.0") == "b"  # the candidate itself again
