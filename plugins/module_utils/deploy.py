@@ -39,7 +39,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import
     CHANGING, CONFIGURED, CREATED, RECREATED, SKIPPED, UNCHANGED, Change, change_warnings, counts)
 from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
-    ApiError, InputError, ManentError, NotFoundError, listing)
+    ApiError, HistoryError, InputError, ManentError, NotFoundError, listing)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import is_secret, record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import MANAGED_BY, MANAGER
@@ -147,6 +147,7 @@ class _Plan:
     locked: bool = False
     saved: bool = False
     slot_rerun: bool = False  # the traffic release in service deployed again (same deploy id) to its own slot
+    located: dict = None  # the locator as planned from (compared again once the lock is held)
 
     @property
     def meta(self):
@@ -240,7 +241,7 @@ class Deployer:
         return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
                      stages=stages.plan(selected, phase), previous_objects=previous_objects,
                      noop=slot_rerun or regenerated == [], replaced=replaced, create_ns=create_ns, started=started,
-                     slot_rerun=slot_rerun)
+                     slot_rerun=slot_rerun, located=located)
 
     def _release_namespace(self, bundle):
         """True when the release namespace must be created (create_namespace); a missing namespace that
@@ -324,8 +325,9 @@ class Deployer:
                                                     if not self.discovery.served(o.get("apiVersion"), o.get("kind"))}
         self.applier.verify(others, unverifiable=unverifiable)
         if not plan.noop:
-            store.acquire(break_lock=self.options.break_lock)
+            locked = store.acquire(break_lock=self.options.break_lock)
             plan.locked = True
+            _check_unchanged_since_plan(plan, locked)
             # Under the lock: which records of the earlier format need their Secrets moved (one LIST) is read
             # while the new record is written. The record of this version, which save_record rewrites in the
             # current format when it existed, is left out of the move. Not live.together: the record must count as
@@ -526,6 +528,29 @@ def _unstable_render_warning(regenerated):
             "rerun changes them again (and rewrites the release's record with them); give such values explicitly "
             "(chart values, variables) to make a rerun a no-op"
             % (len(regenerated), listing([ref(o) for o in regenerated], 5)))
+
+
+# What a deploy decides from the locator (what it replaces and may prune, its slot rules); the lock fields and
+# timestamps are not among them.
+PLANNED_FIELDS = ("version", "deployment", "slot", "candidate", "candidateDeployment", "candidateSlot", "weight")
+
+
+def _check_unchanged_since_plan(plan, locked):
+    """The locator was read before the lock (with the other reads, in one round trip); once the lock is held,
+    another deploy may have put a release in service meanwhile. What this deploy replaces and may prune was
+    decided from the earlier read, so it stops (HistoryError, before the record or any object but the Namespaces
+    is written) rather than record the wrong predecessor or leave the other release's objects unpruned."""
+    def fields(data):
+        return {name: str((data or {}).get(name) or "") for name in PLANNED_FIELDS}
+
+    before, now = fields(plan.located), fields(locked)
+    if before != now:
+        changed = ", ".join("%s %s -> %s" % (name, before[name] or "-", now[name] or "-")
+                            for name in PLANNED_FIELDS if before[name] != now[name])
+        raise HistoryError("another deploy changed the release in service while this one prepared (%s)" % changed,
+                           subject="release %s" % plan.bundle.release.version,
+                           hint="run it again: it plans from the release now in service; nothing but the "
+                                "Namespaces was written")
 
 
 def _check_candidate_version(bundle, current, located=None):

@@ -63,6 +63,38 @@ def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
     assert record_status(cluster, namespace, "2.0.0") == "deployed"
 
 
+def test_a_deploy_whose_predecessor_changed_before_it_held_the_lock_stops_and_a_rerun_converges(
+        cluster, namespace, tmp_path):
+    """Two deploys of one release key planned at the same time (two CI jobs): 2.0.0 read 1.0.0 in service, then
+    3.0.0 was deployed before 2.0.0 took the lock. 2.0.0 would record 1.0.0 as what it replaced and prune from
+    1.0.0's objects, leaving 3.0.0's configmap c behind. It stops once it holds the lock, before its record or
+    any object is written; run again, it replaces 3.0.0 and prunes c."""
+    deploy(cluster, tmp_path, release("1"), namespace, "1.0.0", prune=True, wait_timeout=60)
+    second = render_bundle(cluster, tmp_path, release("2"), namespace, version="2.0.0")
+    third = render_bundle(cluster, tmp_path, release("3"), namespace, version="3.0.0")
+    late = deployer(cluster, holder="job-2", prune=True, wait_timeout=60)
+    verify = late.applier.verify
+
+    def other_job_first(*args, **kwargs):  # the last read before the lock: the other job deploys meanwhile
+        assert deployer(cluster, holder="job-3", prune=True, wait_timeout=60).deploy(third).status == "deployed"
+        return verify(*args, **kwargs)
+
+    late.applier.verify = other_job_first
+    with pytest.raises(HistoryError) as stopped:
+        late.deploy(second)
+    assert "another deploy changed the release in service while this one prepared (version 1.0.0 -> 3.0.0" in \
+        str(stopped.value), str(stopped.value)
+    assert "run it again" in stopped.value.hint
+    assert locator(cluster, namespace)["version"] == "3.0.0" and not locator(cluster, namespace)["lockHolder"]
+    assert record_status(cluster, namespace, "2.0.0") is None
+    assert live_specs(cluster, namespace) == (2, "registry.k8s.io/pause:3.10", {"b": {"v": "3"}, "c": {"v": "3"}})
+
+    again = deployer(cluster, holder="job-2", prune=True, wait_timeout=60).deploy(second)
+    assert (again.status, again.previous) == ("deployed", "3.0.0"), again.to_dict()
+    assert locator(cluster, namespace)["replaced"] == "3.0.0"
+    assert live_specs(cluster, namespace) == (1, "registry.k8s.io/pause:3.10", {"b": {"v": "2"}})
+
+
 def test_redeploying_the_version_in_service_keeps_what_it_replaced(cluster, namespace, tmp_path):
     """The version in service deployed again with other parameters (a new deploy id) replaces its record but
     not what it replaced: a rollback still returns to the version before it, not to itself."""
