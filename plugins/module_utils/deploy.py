@@ -213,7 +213,7 @@ class Deployer:
         current = store.in_service(located)
         same = _same_release(current, located, bundle) and phase != ROLLBACK
         if not same:
-            _check_candidate_version(bundle, current, located)
+            _check_traffic_release(bundle, current, located)
         phase = phase or (INSTALL if current is None else UPGRADE)
         result = DeployResult(status="pending", namespace=bundle.namespace, release=bundle.release.version,
                               previous=(current or {}).get("version", ""), phase=phase,
@@ -553,23 +553,27 @@ def _check_unchanged_since_plan(plan, locked):
                                 "Namespaces was written")
 
 
-def _check_candidate_version(bundle, current, located=None):
-    """A traffic release (``bundle.slot``) needs a version of its own: history keeps one record per version, so a
-    candidate of the version in service would replace that release's record with the other slot's objects, and
-    abort, rollback and prune would then work from the wrong slot. And it goes to the slot not in service: a
-    bundle made for the slot in service (rendered before another release took that slot, or given that slot)
-    would replace the serving objects under the route's weight. A candidate that receives traffic (the weight
-    its last step set, in the locator ``located``) is not replaced by another version under that traffic: the
-    new one would serve the share the old one was given, unchecked. All refused before anything is written."""
-    if bundle.slot:
-        slots.refuse_replacing_a_live_candidate(located, bundle.release.version)
-    if bundle.slot and current and current.get("slot") == bundle.slot and not _version_in_service(current, bundle):
+def _check_traffic_release(bundle, current, located=None):
+    """What a traffic release (``bundle.slot``) that is not a rerun must respect, before anything is written:
+    - a version of its own: history keeps one record per version, so a candidate of the version in service would
+      replace that release's record with the other slot's objects, and abort, rollback and prune would then work
+      from the wrong slot;
+    - the slot not in service: a bundle made for the slot in service (rendered before another release took that
+      slot, or given that slot) would replace the serving objects under the route's weight;
+    - no candidate receiving traffic (the weight its last step set, in the locator ``located``) replaced by another
+      version: the new one would serve the share the old one was given, unchecked (slots.py, the rule
+      manent_render's slot choice applies too)."""
+    if not bundle.slot:
+        return
+    slots.refuse_replacing_a_live_candidate(located, bundle.release.version)
+    in_service = _version_in_service(current, bundle)
+    if current and current.get("slot") == bundle.slot and not in_service:
         raise InputError("rendered for traffic slot %s, where version %s is in service now: a traffic release goes to "
                          "the slot not in service" % (bundle.slot, current["version"]),
                          subject="version %s" % bundle.release.version,
                          hint="render it again (manent_render chooses the slot from the history it reads), or give "
                               "the other slot; nothing was written")
-    if bundle.slot and _version_in_service(current, bundle):
+    if in_service:
         raise InputError("version %s is already in service%s: a traffic release needs a version of its own (history "
                          "keeps one record per version, and the candidate's would replace the record of the release "
                          "in service)" % (bundle.release.version,
@@ -583,7 +587,7 @@ def _replaced(current, located, bundle):
     """The version the deployed ``bundle`` replaces (what a rollback returns to): the release in service, or,
     when ``bundle`` deploys the version in service again (other parameters, or a rendering that changed), the
     version that one replaced: a version never replaces itself."""
-    if _version_in_service(current, bundle):  # traffic: only a rerun in its own slot (_check_candidate_version)
+    if _version_in_service(current, bundle):  # traffic: only a rerun in its own slot (_check_traffic_release)
         return located.get("replaced", "") or ""
     return (current or {}).get("version", "")
 

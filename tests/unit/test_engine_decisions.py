@@ -11,9 +11,10 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import prune, rollback
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import _check_candidate_version, _same_release
+from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import _check_traffic_release, _same_release
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
 
 KEY = ReleaseKey("shop", "shop-api", "prod")
 
@@ -78,10 +79,10 @@ STABLE_A = {"version": "1.0.0", "deployment": "d1", "slot": "a"}
 ])
 def test_a_candidate_that_receives_traffic_is_not_replaced_by_another_version(located, candidate, refused):
     if not refused:
-        _check_candidate_version(candidate, STABLE_A, located)
+        _check_traffic_release(candidate, STABLE_A, located)
         return
     with pytest.raises(InputError) as exc:
-        _check_candidate_version(candidate, STABLE_A, located)
+        _check_traffic_release(candidate, STABLE_A, located)
     assert refused in str(exc.value) and "abort the candidate first" in str(exc.value)
 
 
@@ -100,10 +101,10 @@ def test_a_traffic_release_needs_its_own_version_and_the_slot_not_in_service(cur
     """Checked for every deploy that is not a rerun of the release in service (same version and deploy id, which
     _same_release finds first and which applies nothing in its slot)."""
     if not refused:
-        _check_candidate_version(candidate, current)
+        _check_traffic_release(candidate, current)
         return
     with pytest.raises(InputError) as exc:
-        _check_candidate_version(candidate, current)
+        _check_traffic_release(candidate, current)
     assert refused in str(exc.value) and "nothing was written" in str(exc.value)
 
 
@@ -165,7 +166,6 @@ def test_prune_candidates_include_the_traffic_candidate_and_nothing_on_a_first_i
 def test_rendering_a_new_version_over_a_candidate_that_receives_traffic_is_refused_before_any_cluster_write():
     """manent_render chooses the slot (traffic.choose_slot) with the same rule as manent_apply: in playbooks/
     deploy.yml the refusal comes in the plan play, before any wave."""
-    from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
     live = {"version": "1.0.0", "deployment": "d1", "slot": "a", "candidate": "1.1.0", "candidateSlot": "b",
             "weight": "25"}
     with pytest.raises(InputError) as exc:
