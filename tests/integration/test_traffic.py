@@ -322,6 +322,29 @@ def test_a_candidate_replaced_by_a_newer_one_is_superseded(cluster, namespace, t
             "1.0.0": "deployed", "1.1.0": "superseded", "1.2.0": "aborted"}
 
 
+def test_a_bundle_rendered_for_a_slot_that_went_into_service_since_is_refused(cluster, namespace, tmp_path):
+    """playbooks/deploy.yml renders before its waves: a bundle made for slot b while 1.0.0 served from a, applied
+    after 1.1.0 was deployed to b and promoted, would replace the serving objects under the route's full weight.
+    Refused before any write, in check mode too; rendered again, it goes to slot a."""
+    create(cluster, httproute(namespace))
+    with AutoController(cluster, route_ref(namespace)):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+        early = render_slot(cluster, tmp_path, namespace, "1.2.0")
+        assert early.slot == "b"
+        assert ship(cluster, tmp_path, namespace, "1.1.0") == "b"
+        traffic(cluster, namespace).run("promote")
+        serving = cluster.get("apps/v1", "Deployment", namespace, "shop-b")["metadata"]["resourceVersion"]
+        for dry_run in (True, False):
+            with pytest.raises(InputError) as refused:
+                deployer(cluster, apply={"dry_run": dry_run}).deploy(early)
+            assert "rendered for traffic slot b, where version 1.1.0 is in service now" in str(refused.value)
+            assert "render it again" in refused.value.hint
+        assert cluster.get("apps/v1", "Deployment", namespace, "shop-b")["metadata"]["resourceVersion"] == serving
+        assert record_status(cluster, namespace, "1.2.0") is None
+        assert ship(cluster, tmp_path, namespace, "1.2.0") == "a"
+
+
 def test_first_traffic_release_over_an_unslotted_one_needs_migrate(cluster, namespace, tmp_path):
     deployer(cluster).deploy(render(*_plain(cluster, tmp_path, namespace)))
     store = deployer(cluster).store(namespace, KEY)
