@@ -12,7 +12,10 @@ Established before their resources) -> wait for all workloads at once -> the pos
 release in service, clean up history. Inside a stage objects go in groups of ascending weight. A failure
 after the record was saved marks it failed; the in-service pointer only moves after a successful rollout. A
 rerun of the release in service (same version and deploy id) writes no history at all, unless objects rendered
-differently from their stored copies (then the record is rewritten). The version in service deployed again keeps
+differently from their stored copies (then the record is rewritten). The version in service deployed again
+(another deploy id, or such a rendering) keeps its record, objects and status until its rollout succeeded:
+before the first write the record lists the objects the redeploy adds (prunable if it fails), and only a
+success replaces it. The version in service deployed again keeps
 the version it replaced: a rollback returns to that one, never to itself. A traffic release
 (``bundle.slot``) becomes the candidate, not the release in service, and prunes nothing of the other slot.
 
@@ -147,6 +150,9 @@ class _Plan:
     locked: bool = False
     saved: bool = False
     slot_rerun: bool = False  # the traffic release in service deployed again (same deploy id) to its own slot
+    # the version in service deployed again (other deploy id, or a changed rendering): its record keeps what is in
+    # service until the redeploy succeeded (note_strays before the first write, the record at the end)
+    redeploy: bool = False
     located: dict = None  # the locator as planned from (compared again once the lock is held)
 
     @property
@@ -241,7 +247,8 @@ class Deployer:
         return _Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
                      stages=stages.plan(selected, phase), previous_objects=previous_objects,
                      noop=slot_rerun or regenerated == [], replaced=replaced, create_ns=create_ns, started=started,
-                     slot_rerun=slot_rerun, located=located)
+                     slot_rerun=slot_rerun, located=located,
+                     redeploy=_version_in_service(current, bundle) and not bundle.slot)
 
     def _release_namespace(self, bundle):
         """True when the release namespace must be created (create_namespace); a missing namespace that
@@ -332,11 +339,18 @@ class Deployer:
             # while the new record is written. The record of this version, which save_record rewrites in the
             # current format when it existed, is left out of the move. Not live.together: the record must count as
             # saved (for the failure handling) as soon as save_record returns, even if the listing then fails.
+            # The version in service deployed again: its record keeps the objects, deploy id and status of what is
+            # in service (a rollback to this version, or a failure, must find them), and lists the objects the
+            # redeploy adds, which a failure would leave (prunable); the record takes this deploy once it succeeded.
             with ThreadPoolExecutor(max_workers=1) as pool:
                 pending = pool.submit(store.migration_pending)
-                store.save_record(bundle.release, bundle.objects, plan.meta)
-                plan.saved = True
-                plan.result.history["written"] = True
+                if plan.redeploy:
+                    if store.note_strays(bundle.release, bundle.objects):
+                        plan.result.history["written"] = True
+                else:
+                    store.save_record(bundle.release, bundle.objects, plan.meta)
+                    plan.saved = True
+                    plan.result.history["written"] = True
                 store.migrate(pending.result(), skip={plan.result.record})
 
     def _run_stages(self, plan, timings):
@@ -385,6 +399,9 @@ class Deployer:
             store.set_candidate(bundle.release, bundle.slot)
             history["candidate"] = bundle.slot
         else:
+            if plan.redeploy:  # its rollout succeeded: the record in service now holds this deploy
+                store.save_record(bundle.release, bundle.objects, plan.meta)
+                history["written"] = True
             store.promote(bundle.release, plan.replaced)
         history["deleted"] = store.cleanup(self.options.keep_releases)
         if self.options.helm_migrate_release and plan.phase == INSTALL:
@@ -392,6 +409,12 @@ class Deployer:
 
     def _failed(self, plan, exc):
         result = plan.result
+        if plan.redeploy and plan.locked:
+            result.warnings.append(
+                "version %s stays in service as deploy %s: its record was not replaced by this failed redeploy "
+                "(deploy %s); the objects it added are listed there, for the next deploy to prune"
+                % (plan.bundle.release.version, (plan.located or {}).get("deployment") or "-",
+                   plan.bundle.release.deployment or "-"))
         if plan.saved:
             version = plan.bundle.release.version
             try:

@@ -67,6 +67,10 @@ SECRETS_FIELD = "secrets"
 SECRETS_KEY = "secrets.json.gz"
 SECRETS_TYPE = "manent.io/release-secrets.v1"
 SECRET_VALUE_FIELDS = ("data", "stringData")
+# The record of the release in service, deployed again (other parameters or a changed rendering): before the first
+# object is written, the objects that the new deploy has and the record has not are listed there (identity, labels
+# and annotations only), so that a redeploy that fails leaves them prunable while the record keeps what is in service.
+STRAYS_KEY = "strays.json.gz"
 
 STATUS_PENDING = "pending"
 STATUS_DEPLOYED = "deployed"
@@ -307,6 +311,41 @@ def with_objects(cm, stored, subject):
     data.pop(LEGACY_OBJECTS_KEY, None)
     out["data"] = data
     out["binaryData"] = dict(out.get("binaryData") or {}, **encode_objects(stored, subject))
+    return out
+
+
+def stray_of(obj):
+    """What history keeps of an object that a redeploy of the release in service may leave (:data:`STRAYS_KEY`):
+    enough to find and prune it (apiVersion, kind, name, namespace, labels, annotations), no spec or values."""
+    meta = obj.get("metadata") or {}
+    kept = {name: meta[name] for name in ("name", "namespace", "labels", "annotations") if meta.get(name)}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
+def decode_strays(cm):
+    """The objects listed in record ``cm`` under :data:`STRAYS_KEY` ([] when none)."""
+    packed = (cm.get("binaryData") or {}).get(STRAYS_KEY)
+    if packed is None:
+        return []
+    return _unpack(packed, _cm_subject(cm), "objects of a failed redeploy")
+
+
+def with_strays(cm, objects, subject):
+    """Copy of record ``cm`` whose :data:`STRAYS_KEY` lists, besides those it listed, the ``objects`` that are
+    not among its own objects (``objects``: as :func:`stray_of` keeps them); the key is left out when none."""
+    own = {key_of(obj) for obj in decode_record(cm)[1]}
+    strays, seen = [], set()
+    for obj in decode_strays(cm) + list(objects):
+        key = key_of(obj)
+        if key not in own and key not in seen:
+            seen.add(key)
+            strays.append(obj)
+    out = copy.deepcopy(cm)
+    binary = dict(out.get("binaryData") or {})
+    binary.pop(STRAYS_KEY, None)
+    if strays:
+        binary[STRAYS_KEY] = _pack(strays, subject, "objects of a failed redeploy")
+    out["binaryData"] = binary
     return out
 
 

@@ -75,6 +75,25 @@ class Records:
             self.companions.delete(replaced[0], action)
         return name
 
+    def note_strays(self, release, objects):
+        """Before a redeploy of the version in service (``release``: same version, other deploy id or rendering)
+        writes its first object: list in the record in service those of ``objects`` that it does not hold
+        (codec.with_strays), so that they stay prunable if the redeploy fails, while the record keeps the objects,
+        deploy id and status of what is in service. Nothing is written when there is nothing new to list."""
+        self._check_release(release)
+        name = codec.record_name(self.client.key, release.version)
+        action = "list in the record of version %s the objects its redeploy adds" % release.version
+        strays = [codec.stray_of(obj) for obj in objects]
+        cm = self.client.get(name, action)
+        if cm is None:
+            raise HistoryError("the release in service (version %s) has no record" % release.version,
+                               subject=self.client.subject(name),
+                               hint="deploy a known good version instead (a new version number)")
+        if codec.with_strays(cm, strays, self.client.subject(name)).get("binaryData") == cm.get("binaryData"):
+            return False
+        self.client.update(name, lambda live: codec.with_strays(live, strays, self.client.subject(name)), action)
+        return True
+
     def mark(self, version, status, missing_ok=False, **fields):
         """Set the status (and record fields such as slot or replaced) of the record of ``version``; its
         metadata, or None when it does not exist and ``missing_ok``."""
@@ -140,9 +159,11 @@ class Records:
         """Metadata of this release key's records, newest first (objects are not unpacked)."""
         return sorted((codec.record_meta(cm) for cm in self.client.history()), key=codec.created_order, reverse=True)
 
-    def load(self, version, secrets=True):
+    def load(self, version, secrets=True, strays=False):
         """(meta, objects) of the record of ``version``; with ``secrets=False`` the Secrets come without their
-        values and the companion Secret is not read (enough for kinds, names, labels and annotations)."""
+        values and the companion Secret is not read (enough for kinds, names, labels and annotations). With
+        ``strays`` (what may be pruned, never what is applied), the objects a failed redeploy of that version
+        may have left follow its own (note_strays)."""
         name = codec.record_name(self.client.key, version)
         cm = self.client.get(name, "read the record of version %s" % version)
         if cm is None:
@@ -158,11 +179,12 @@ class Records:
                                subject=self.client.subject(name), hint="the record was edited by hand; delete it")
         if secrets:
             objects = self.companions.restore(cm, objects, "read the Secrets of version %s" % version)
-        return meta, objects
+        return meta, objects + (self._strays(cm) if strays else [])
 
-    def previous_objects(self, secrets=False):
+    def previous_objects(self, secrets=False, strays=False):
         """The saved objects of the release in service ([] when nothing is in service); Secrets without their
-        values unless ``secrets``."""
+        values unless ``secrets``; with ``strays``, followed by the objects a failed redeploy of it may have
+        left (note_strays)."""
         current = self.locator.in_service(self.locator.known() or {})
         if current is None:
             return []
@@ -175,5 +197,11 @@ class Records:
         # What the next deploy may prune or carry over: the same checks, but a release may span namespaces.
         codec.check_record(cm, self.client.key, objects, own_namespace=False)
         if secrets:
-            return self.companions.restore(cm, objects, "read the Secrets of the release in service")
-        return objects
+            objects = self.companions.restore(cm, objects, "read the Secrets of the release in service")
+        return objects + (self._strays(cm, own_namespace=False) if strays else [])
+
+    def _strays(self, cm, own_namespace=True):
+        """The objects record ``cm`` lists for a failed redeploy, checked as its own objects are."""
+        strays = codec.decode_strays(cm)
+        codec.check_record(cm, self.client.key, strays, own_namespace=own_namespace)
+        return strays

@@ -107,6 +107,11 @@ class HistoryStore:
         """Write the record of ``release`` and its companion Secret; returns the record name."""
         return self._records.save(release, objects, meta)
 
+    def note_strays(self, release, objects):
+        """List in the record of the version in service (``release`` deployed again) those of ``objects`` it does
+        not hold, before the redeploy writes them: prunable if it fails. True when the record was written."""
+        return self._records.note_strays(release, objects)
+
     def mark(self, version, status, **fields):
         """Set the status (and record fields such as slot or replaced) of the record of ``version``."""
         return self._records.mark(version, status, **fields)
@@ -123,13 +128,15 @@ class HistoryStore:
         """Metadata of this release key's records, newest first (objects are not unpacked)."""
         return self._records.list()
 
-    def load(self, version, secrets=True):
-        """(meta, objects) of the record of ``version`` (Secrets without values with ``secrets=False``)."""
-        return self._records.load(version, secrets=secrets)
+    def load(self, version, secrets=True, strays=False):
+        """(meta, objects) of the record of ``version`` (Secrets without values with ``secrets=False``; with
+        ``strays``, what a failed redeploy of it may have left follows, for prune)."""
+        return self._records.load(version, secrets=secrets, strays=strays)
 
-    def previous_objects(self, secrets=False):
-        """The saved objects of the release in service ([] when none); Secrets without values unless ``secrets``."""
-        return self._records.previous_objects(secrets=secrets)
+    def previous_objects(self, secrets=False, strays=False):
+        """The saved objects of the release in service ([] when none); Secrets without values unless ``secrets``;
+        with ``strays``, what a failed redeploy of it may have left follows, for prune."""
+        return self._records.previous_objects(secrets=secrets, strays=strays)
 
     # retention, earlier format, stored apiVersions, Helm
     def cleanup(self, keep):

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Prune (docs/requirements.md §7 step 5): delete the objects of the previous release that the new one no longer has.
 
-What may be pruned comes from history (:func:`candidates`): the objects of the release in service, of a newer
-release that failed, and of a traffic candidate. An object is pruned only when its lifecycle annotations
+What may be pruned comes from history (:func:`candidates`): the objects of the release in service (with those a
+failed redeploy of it may have left), of a newer release that failed, and of a traffic candidate. An object is pruned only when its lifecycle annotations
 allow it (never Namespaces, ``keep`` or ownership ``anyone`` objects), it still exists and no other release
 took it over; each one is deleted through delete.py (in reverse apply order) and recorded in the change set.
 """
@@ -63,12 +63,12 @@ def candidates(store, current, secrets=False, candidate=""):
     whose unchanged ones keep their release annotations): pruning needs names, labels and annotations alone."""
     objects, unfinished = [], ""
     if current:  # two independent reads (the record in service, the list of records), sent together
-        objects, unfinished = together(lambda: list(store.previous_objects(secrets=secrets)),
+        objects, unfinished = together(lambda: list(store.previous_objects(secrets=secrets, strays=True)),
                                        lambda: unfinished_release(store, current))
     for other in (unfinished, candidate):
         if other and other != (current or {}).get("version"):
             seen = {key_of(o) for o in objects}
-            objects.extend(o for o in store.load(other, secrets=secrets)[1] if key_of(o) not in seen)
+            objects.extend(o for o in store.load(other, secrets=secrets, strays=True)[1] if key_of(o) not in seen)
     return objects
 
 

@@ -37,7 +37,7 @@ def rollback(deployer, namespace, key, to_version=None, converter=None):
     target, rolled_back = _target(store, current, to_version, namespace)
     meta, objects = store.load(target)
     mapped, notes = map_for_cluster(objects, converter or deployer.discovery.served)  # before any change
-    failed_objects = store.load(rolled_back, secrets=False)[1] if rolled_back else []
+    failed_objects = store.load(rolled_back, secrets=False, strays=True)[1] if rolled_back else []
     result = deployer.deploy(rollback_bundle(key, namespace, target, meta, mapped), phase=lifecycle.ROLLBACK,
                              previous_objects=failed_objects, replaced=meta.get("replaced", ""))
     result.previous = rolled_back or current["version"]

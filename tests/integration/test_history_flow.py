@@ -117,6 +117,54 @@ def test_redeploying_the_version_in_service_keeps_what_it_replaced(cluster, name
     assert record_status(cluster, namespace, "2.0.0") == "rolled-back"
 
 
+def test_a_failed_redeploy_of_the_version_in_service_keeps_its_record_and_leaves_its_objects_prunable(
+        cluster, namespace, tmp_path):
+    """The version in service deployed again (another deploy id) whose rollout fails: that version stays in service
+    with its record unchanged (objects, deploy id, status deployed), so that a rollback to it later restores what
+    was in service, not the failed attempt; the objects the attempt added are listed in that record and pruned by
+    the next deploy, as are the objects of a failed new version. It used to overwrite the record in service with
+    the attempt and mark it failed while the locator still pointed at it."""
+    first = deploy(cluster, tmp_path, release("1"), namespace, version="1.0.0", prune=True, wait_timeout=60)
+    deploy(cluster, tmp_path, release("2") + [configmap("kept", v="2")], namespace, version="2.0.0", prune=True,
+           wait_timeout=60)
+    in_service = locator(cluster, namespace)
+    bad = [deployment("web", image="registry.k8s.io/pause:3.10", template_annotations=NEVER_READY, deadline=3),
+           configmap("b", v="bad"), configmap("added", v="bad")]
+    bundle = render_bundle(cluster, tmp_path, bad, namespace, version="2.0.0")
+    assert bundle.release.deployment != in_service["deployment"]
+    with pytest.raises(WaitError) as failed:
+        deployer(cluster, prune=True, wait_timeout=60).deploy(bundle)
+    partial = failed.value.partial
+    assert partial.status == "failed" and partial.history.get("written") is True, partial.to_dict()
+    assert any("version 2.0.0 stays in service as deploy %s" % in_service["deployment"] in w
+               for w in partial.warnings), partial.warnings
+    assert cluster.get("v1", "ConfigMap", namespace, "added") is not None, "the attempt created it"
+
+    after = locator(cluster, namespace)
+    assert (after["version"], after["deployment"], after["replaced"]) == \
+        ("2.0.0", in_service["deployment"], "1.0.0"), after
+    assert record_status(cluster, namespace, "2.0.0") == "deployed"
+    store = HistoryStore(cluster.kube, namespace, KEY)
+    meta, objects = store.load("2.0.0")
+    assert meta["deployment"] == in_service["deployment"]
+    assert sorted(o["metadata"]["name"] for o in objects) == ["b", "kept", "web"]
+    assert [o for o in objects if o["metadata"]["name"] == "b"][0]["data"] == {"v": "2"}
+    strays = store.load("2.0.0", strays=True)[1][len(objects):]
+    assert [(o["kind"], o["metadata"]["name"]) for o in strays] == [("ConfigMap", "added")], strays
+    assert "data" not in strays[0], "only what prune needs is kept"
+
+    # The next version prunes what the failed attempt added and what it no longer has.
+    third = deploy(cluster, tmp_path, release("3"), namespace, version="3.0.0", prune=True, wait_timeout=60)
+    assert sorted(third.pruned) == ["ConfigMap/%s/added" % namespace, "ConfigMap/%s/kept" % namespace], \
+        third.pruned
+    # A rollback returns to 2.0.0 as it was in service, not to the failed attempt.
+    back = deployer(cluster, prune=True, wait_timeout=60).rollback(namespace, KEY)
+    assert (back.status, back.release) == ("rolled-back", "2.0.0"), back.to_dict()
+    assert live_specs(cluster, namespace) == (1, "registry.k8s.io/pause:3.10", {"b": {"v": "2"}})
+    assert cluster.get("v1", "ConfigMap", namespace, "kept")["data"] == {"v": "2"}
+    assert first.status == "deployed"
+
+
 def test_retention_decides_from_the_listing_taken_under_the_lock(cluster, namespace, tmp_path):
     """Under its lock a deploy lists this key's history once, while it writes its record; keep_releases trims from
     that listing plus the records it wrote itself (no LIST after the applies) and deletes exactly the oldest."""

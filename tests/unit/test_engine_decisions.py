@@ -33,10 +33,10 @@ class RecordedStore:
     def records(self):
         return [{"version": v, "status": s} for v, (s, _objects) in self._records.items()]
 
-    def load(self, version, secrets=True):
+    def load(self, version, secrets=True, strays=False):
         return {"version": version}, list(self._records[version][1])
 
-    def previous_objects(self, secrets=False):
+    def previous_objects(self, secrets=False, strays=False):
         deployed = [v for v, (s, _objects) in self._records.items() if s == "deployed"]
         return list(self._records[deployed[0]][1]) if deployed else []
 

@@ -249,6 +249,29 @@ def test_round_trip_keeps_objects():
     assert meta["name"] == cm["metadata"]["name"] and meta["namespace"] == "shop-prod"
 
 
+def test_strays_list_only_new_objects_and_only_what_prune_needs():
+    """A redeploy of the version in service lists in its record the objects that record does not hold (none of its
+    own, each once, earlier ones kept), with identity, labels and annotations only: never a spec or Secret value."""
+    cm = make_record(status="deployed")
+    assert hc.decode_strays(cm) == []
+    added = {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "token", "namespace": "shop-prod", "labels": {"a": "1"}, "annotations": {"manent.io/keep": "no"},
+        "uid": "x", "resourceVersion": "7"}, "data": {"token": "c2VjcmV0"}, "type": "Opaque"}
+    strays = [hc.stray_of(obj) for obj in OBJECTS + [added]]
+    assert strays[-1] == {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "token", "namespace": "shop-prod", "labels": {"a": "1"}, "annotations": {"manent.io/keep": "no"}}}
+    once = hc.with_strays(cm, strays, "record")
+    assert hc.decode_strays(json.loads(json.dumps(once))) == strays[-1:]
+    assert hc.decode_record(once) == hc.decode_record(cm) and once["data"] == cm["data"]
+    assert "c2VjcmV0" not in json.dumps(once) and "secret" not in gzip.decompress(
+        base64.b64decode(once["binaryData"][hc.STRAYS_KEY])).decode()
+    later = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later", "namespace": "shop-prod"}}
+    twice = hc.with_strays(once, [hc.stray_of(later), strays[-1]], "record")
+    assert [o["metadata"]["name"] for o in hc.decode_strays(twice)] == ["token", "later"]
+    assert hc.with_strays(cm, strays[:2], "record")["binaryData"] == cm["binaryData"]  # nothing new: no key
+    assert cm == make_record(status="deployed")  # input untouched
+
+
 def test_round_trip_accepts_raw_bytes():
     cm = make_record()
     cm["binaryData"]["objects.json.gz"] = base64.b64decode(cm["binaryData"]["objects.json.gz"])
