@@ -306,7 +306,7 @@ class Deployer:
             self._run_stages(plan, timings)
             t = time.monotonic()
             if self.options.prune:
-                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, result)
+                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key, result)
             timings["prune"] = time.monotonic() - t
             self._finish_history(plan)
             result.status = "deployed" if plan.phase != ROLLBACK else "rolled-back"
@@ -452,7 +452,7 @@ class Deployer:
                 result.changes.append(Change(ref(obj), SKIPPED, reason="not verifiable in check mode: %s" % why))
             result.objects_skipped = len(skipped)
             if self.options.prune:
-                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, result)
+                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key, result)
             result.status = "checked"
         except ManentError as exc:
             result.status = "failed"
@@ -501,9 +501,10 @@ class Deployer:
 
     # ------------------------------------------------------------------ prune, rollback
 
-    def prune(self, old_objects, new_objects, result=None):
-        """Delete objects of the previous release that the new one no longer has (prune.py); their refs."""
-        return prune.prune(self.deleter, old_objects, new_objects, changes=result.changes if result else None,
+    def prune(self, old_objects, new_objects, key, result=None):
+        """Delete objects of the previous release that the new one no longer has (prune.py), those whose live copy
+        carries the labels of release ``key``; their refs."""
+        return prune.prune(self.deleter, old_objects, new_objects, key, changes=result.changes if result else None,
                            diff=self.options.apply.diff, salt=self.options.apply.salt)
 
     def rollback(self, namespace, key, to_version=None):

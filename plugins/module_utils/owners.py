@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Objects of another manent release, found before any write (issue 10).
 
-A live object belongs to the release key its labels name (``identity.other_owner``, which prune uses
-too). Before a deploy writes anything (no namespace created, no history lock, nothing applied; in check
-mode as well) the live copies of the objects it will apply are read: those that belong to another release
-key stop the deploy with one error listing each of them and its release, unless ``adopt`` takes them over
-(each adoption is returned and becomes a warning). Objects the new manifests mark ownership ``anyone`` are
-shared by design and not looked at; objects of other tools (no manent labels), objects that do not exist
-yet, kinds not served yet and objects the credentials may not read are not another release's.
+A live object belongs to the release key its labels name (``identity.other_owner``; prune deletes only live
+objects labeled as the release's own). Before a deploy writes anything (no namespace created, no history lock,
+nothing applied; in check mode as well) the live copies of the objects it will apply are read: those that belong
+to another release key stop the deploy with one error listing each of them and its release, unless ``adopt``
+takes them over (each adoption is returned and becomes a warning). Objects the new manifests mark ownership
+``anyone`` are shared by design and not looked at; objects of other tools (no manent labels), objects that do
+not exist yet, kinds not served yet and objects the credentials may not read are not another release's.
 """
 
 from __future__ import annotations

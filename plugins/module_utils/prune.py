@@ -4,9 +4,11 @@
 """Prune (docs/requirements.md §7 step 5): delete the objects of the previous release that the new one no longer has.
 
 What may be pruned comes from history (:func:`candidates`): the objects of the release in service (with those a
-failed redeploy of it may have left), of a newer release that failed, and of a traffic candidate. An object is pruned only when its lifecycle annotations
-allow it (never Namespaces, ``keep`` or ownership ``anyone`` objects), it still exists and no other release
-took it over; each one is deleted through delete.py (in reverse apply order) and recorded in the change set.
+failed redeploy of it may have left), of a newer release that failed, and of a traffic candidate. An object is
+pruned only when its lifecycle annotations allow it (never Namespaces, ``keep`` or ownership ``anyone``
+objects), it still exists and its live copy carries the labels of the release pruning (not another release's,
+not another tool's); each one is deleted through delete.py (in reverse apply order) and recorded in the change
+set.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.changeset import DELETED, SKIPPED, Change
 from ansible_collections.manent.kubernetes.plugins.module_utils.diff import diff_entry
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import other_owner, owner_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import owner_of
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import together
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_for_delete
@@ -22,11 +24,14 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import 
 UNFINISHED = ("failed", "pending", "aborted")
 
 
-def prune(deleter, old_objects, new_objects, changes=None, diff=False, salt=""):
+def prune(deleter, old_objects, new_objects, key, changes=None, diff=False, salt=""):
     """Delete the objects of ``old_objects`` that ``new_objects`` no longer has; their refs, in delete order.
 
-    ``changes`` (a change set list) gets a Change per deleted object (with its diff when ``diff``) and per
-    object not pruned, with the reason."""
+    Only live objects that carry the labels of release ``key`` (the one pruning) are deleted: ``old_objects``
+    come from history, which whoever may edit ConfigMaps in the release namespace can change, and must not
+    become a way to delete other objects (of another tool, in another namespace, cluster-scoped) with the
+    deploy's rights. ``changes`` (a change set list) gets a Change per deleted object (with its diff when
+    ``diff``) and per object not pruned, with the reason."""
     keep = {key_of(o) for o in new_objects}
     pruned = []
     for obj in sort_for_delete([o for o in old_objects or [] if key_of(o) not in keep]):
@@ -38,9 +43,12 @@ def prune(deleter, old_objects, new_objects, changes=None, diff=False, salt=""):
         live = deleter.reader.get(target)
         if live is None:
             continue  # already gone: not an error, nothing to report
-        owner = other_owner(live, owner_of(obj))  # the stored object names the release that pruning
-        if owner is not None:
-            _note(changes, Change(ref(obj), SKIPPED, reason="not pruned: now belongs to %s" % owner.describe()))
+        owner = owner_of(live)
+        if owner != key:
+            why = ("now belongs to %s" % owner.describe()) if owner is not None else \
+                "it does not carry the labels of %s on the cluster (not manent's, or they were removed)" % \
+                key.describe()
+            _note(changes, Change(ref(obj), SKIPPED, reason="not pruned: %s" % why))
             continue
         if deleter.delete(target, wait=False):
             pruned.append(ref(obj))

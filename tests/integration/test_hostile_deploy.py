@@ -292,6 +292,50 @@ ROLLBACK_ONLY = [
 ]
 
 
+def test_a_record_edited_to_list_objects_of_others_does_not_get_them_pruned(cluster, namespace, tmp_path):
+    """Whoever may edit ConfigMaps in the release namespace can change what history says the release had. A record
+    in service edited to list objects the release never had (another tool's in its namespace, one in another
+    namespace, a cluster-scoped one), stamped with this release's labels, must not make the next deploy delete
+    them with its rights: prune deletes only live objects labeled as this release's, and says why it left the
+    others. It used to delete every listed object that no other manent release owned."""
+    key = key_of_test(namespace)
+    deploy(cluster, tmp_path, [configmap("settings", a="1")], namespace, version="1.0.0", key=key, wait=False)
+    victims = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "victim", "namespace": namespace},
+         "data": {"owner": "another tool"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "victim-" + namespace, "namespace": "default"},
+         "data": {"owner": "another namespace"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "victim-" + namespace}, "rules": []},
+    ]
+    try:
+        for obj in victims:
+            cluster.apply(obj)
+        record = hc.record_name(key, "1.0.0")
+        cm = cluster.get("v1", "ConfigMap", namespace, record)
+        _meta, stored = hc.decode_record(cm)
+        stored += [stamp(json.loads(json.dumps(obj)), Release(key, "1.0.0", "d1")) for obj in victims]
+        cm = hc.with_objects(cm, stored, record)
+        cm["metadata"].pop("managedFields", None)
+        cluster.kube.request("PUT", cluster.path("v1", "ConfigMap", namespace, record), body=cm)
+
+        result = deploy(cluster, tmp_path, [configmap("settings", a="2")], namespace, version="2.0.0", key=key,
+                        wait=False, prune=True)
+
+        assert result.status == "deployed" and result.pruned == [], result.pruned
+        skipped = {c.subject: c.reason for c in result.changes if c.reason.startswith("not pruned")}
+        why = "not pruned: it does not carry the labels of %s on the cluster" % key.describe()
+        for obj in victims:
+            meta = obj["metadata"]
+            assert cluster.get(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"]) is not None, meta
+            subject = "/".join(p for p in (obj["kind"], meta.get("namespace"), meta["name"]) if p)
+            assert skipped.get(subject, "").startswith(why), skipped
+    finally:
+        for obj in victims[1:]:
+            meta = obj["metadata"]
+            cluster.delete(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+
+
 @pytest.fixture
 def two_releases(cluster, namespace, tmp_path):
     """Versions 1.0.0 then 2.0.0 of KEY deployed (2.0.0 in service, 1.0.0 the one rollback goes to)."""
