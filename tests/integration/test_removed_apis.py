@@ -24,7 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.errors import In
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render, stamp
 from tests.integration.playbook_helpers import artifact, base_vars, run_history_module, run_playbook, write_manifest
 
 pytestmark = pytest.mark.integration
@@ -56,6 +56,12 @@ def psp(name):
 def configmap(ns, name, value):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
             "data": {"v": value}}
+
+
+def applied(cluster, obj, key, version="1.0.0"):
+    """``obj`` on the cluster as a manent deploy of ``key`` left it: with the release's labels (prune deletes only
+    live objects that carry them)."""
+    cluster.apply(stamp(obj, Release(key, version, "d-old")))
 
 
 def write_old_history(cluster, ns, key, version, objects):
@@ -95,9 +101,9 @@ def resource_versions(cluster, ns):
 def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namespace, tmp_path):
     key = ReleaseKey("legacy", "legacy", "prod")
     # What the cluster really holds (written back then through versions that were served at the time).
-    cluster.apply(deployment(namespace, "legacy-web"))
-    cluster.apply(ingress_v1(namespace, "legacy-ing"))
-    cluster.apply(configmap(namespace, "settings", "1"))
+    applied(cluster, deployment(namespace, "legacy-web"), key)
+    applied(cluster, ingress_v1(namespace, "legacy-ing"), key)
+    applied(cluster, configmap(namespace, "settings", "1"), key)
     write_old_history(cluster, namespace, key, "1.0.0", [
         deployment(namespace, "legacy-web", "apps/v1beta2"), ingress_v1beta1(namespace, "legacy-ing"),
         configmap(namespace, "settings", "1")])
@@ -113,7 +119,7 @@ def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namesp
 
 def test_rollback_maps_pure_renames_and_says_so(cluster, namespace, tmp_path):
     key = ReleaseKey("renamed", "renamed", "prod")
-    cluster.apply(deployment(namespace, "legacy-web"))
+    applied(cluster, deployment(namespace, "legacy-web"), key)
     write_old_history(cluster, namespace, key, "1.0.0", [deployment(namespace, "legacy-web", "apps/v1beta2"),
                                                          configmap(namespace, "settings", "1")])
     deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2"),
