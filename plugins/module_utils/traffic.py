@@ -34,7 +34,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils import routes, s
 from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, owner_of
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import group_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.status import compute
@@ -106,6 +106,7 @@ class Traffic:
         self.deleter = Deleter(kube, discovery, self.reader, DeleteOptions(dry_run=self.options.dry_run))
         self.store = HistoryStore(kube, namespace, key, holder=self.options.holder or "manent-traffic",
                                   now=self.options.now)
+        self._left_alone = set()  # refs of slot objects whose live copy is not this release's (_ours)
 
     # ------------------------------------------------------------------ state
 
@@ -137,10 +138,24 @@ class Traffic:
     def _get(self, obj):
         return self.reader.get(obj)
 
+    def _ours(self, obj, live, result):
+        """True when ``live`` (the live copy of ``obj``, a slot object read from history) carries the labels of this
+        release key: history is kept in ConfigMaps that whoever may edit them in the namespace can change, and
+        must not become a way to scale or delete other objects. A warning says which object was left alone."""
+        if live is None:
+            return False
+        if owner_of(live) == self.store.key:
+            return True
+        self._left_alone.add(ref(obj))
+        result.warnings.append("%s left alone: the live object does not carry the labels of %s (history lists it "
+                               "as a slot object)" % (ref(obj), self.store.key.describe()))
+        return False
+
     def _scale(self, obj, replicas, result):
-        """Set spec.replicas of the live workload; False when it already has them (or does not exist)."""
+        """Set spec.replicas of the live workload; False when it already has them (or does not exist, or is not
+        this release's)."""
         live = self._get(obj)
-        if live is None or (live.get("spec") or {}).get("replicas") == replicas:
+        if not self._ours(obj, live, result) or (live.get("spec") or {}).get("replicas") == replicas:
             return False
         result.scaled.append({"object": ref(obj), "from": (live.get("spec") or {}).get("replicas"),
                               "to": replicas})
@@ -153,6 +168,8 @@ class Traffic:
         return True
 
     def _delete(self, obj, result):
+        if not self._ours(obj, self._get(obj), result):
+            return
         if self.deleter.delete(obj, wait=False):
             result.deleted.append(ref(obj))
             result.changed = result.changed or not self.options.dry_run
@@ -176,8 +193,8 @@ class Traffic:
             current = ((live or {}).get("spec") or {}).get("replicas")
             if live is None or current == wanted or (grow and current > wanted) or (not grow and current < wanted):
                 continue
-            self._scale(obj, wanted, result)
-            changed.append(obj)
+            if self._scale(obj, wanted, result):
+                changed.append(obj)
         return changed
 
     def _full_size(self, objects, result):
@@ -186,7 +203,8 @@ class Traffic:
         for obj in objects:
             if _key(obj) in SCALABLE and (namespace_of(obj), obj["kind"], obj["metadata"]["name"]) not in targets:
                 self._scale(obj, slots.manifest_replicas(obj), result)
-        self._wait_ready([obj for obj in objects if _key(obj) in SCALABLE or _key(obj) == DAEMONSET])
+        self._wait_ready([obj for obj in objects if (_key(obj) in SCALABLE or _key(obj) == DAEMONSET) and
+                          ref(obj) not in self._left_alone])
 
     def _to_zero(self, objects, result):
         """Scale the slot's workloads to zero: HPAs deleted first (they would scale them up), DaemonSets

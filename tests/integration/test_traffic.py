@@ -14,12 +14,12 @@ import json
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils import routes, slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
-    RenderOptions, choose_traffic_slot, default_deployment_id, render)
+    RenderOptions, choose_traffic_slot, default_deployment_id, render, stamp)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import Traffic, TrafficOptions, choose_slot
 from tests.integration.deploy_helpers import KEY, deployer, deployment, locator, record_status, write_artifact
 from tests.integration.route_helpers import (
@@ -165,6 +165,35 @@ def test_abort_at_half_moves_everything_back_then_scales_the_candidate_down(clus
         assert (loc["version"], loc["candidate"]) == ("1.0.0", "")
         rerun = traffic(cluster, namespace).run("abort")
         assert rerun.changed is False and "nothing to abort" in " ".join(rerun.warnings)
+
+
+def test_an_abort_leaves_alone_a_slot_object_that_history_lists_but_the_release_does_not_own(
+        cluster, namespace, tmp_path):
+    """History is kept in ConfigMaps that whoever may edit them in the namespace can change: the candidate's record
+    edited to list a Deployment of another tool as a slot object must not get it scaled to zero by an abort (nor
+    deleted, nor waited for); the abort does the rest and says which object it left alone."""
+    create(cluster, httproute(namespace))
+    with AutoController(cluster, route_ref(namespace)):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace).run("promote")
+        slot = ship(cluster, tmp_path, namespace, "2.0.0")
+        bystander = deployment("bystander", replicas=2)
+        bystander["metadata"]["labels"] = {slots.TRACK_LABEL: slot}
+        bystander["metadata"]["namespace"] = namespace
+        cluster.apply(bystander)
+        record = hc.record_name(KEY, "2.0.0")
+        cm = cluster.get("v1", "ConfigMap", namespace, record)
+        stored = hc.decode_record(cm)[1] + [stamp(json.loads(json.dumps(bystander)), Release(KEY, "2.0.0", "d2"))]
+        cm = hc.with_objects(cm, stored, record)
+        cm["metadata"].pop("managedFields", None)
+        cluster.kube.request("PUT", cluster.path("v1", "ConfigMap", namespace, record), body=cm)
+
+        aborted = traffic(cluster, namespace).run("abort")
+
+        assert replicas(cluster, namespace, "bystander") == 2
+        assert replicas(cluster, namespace, "shop-" + slot) == 0, "the candidate's own workloads are scaled down"
+        assert any("Deployment/%s/bystander left alone" % namespace in w for w in aborted.warnings), aborted.warnings
+        assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ABORTED
 
 
 def test_route_without_the_b_backend_changes_nothing(cluster, namespace, tmp_path):
