@@ -153,6 +153,7 @@ class _Plan:
     # the version in service deployed again (other deploy id, or a changed rendering): its record keeps what is in
     # service until the redeploy succeeded (note_strays before the first write, the record at the end)
     redeploy: bool = False
+    strays_noted: bool = False  # the redeploy listed objects it adds in the record in service
     located: dict = None  # the locator as planned from (compared again once the lock is held)
 
     @property
@@ -346,6 +347,7 @@ class Deployer:
                 pending = pool.submit(store.migration_pending)
                 if plan.redeploy:
                     if store.note_strays(bundle.release, bundle.objects):
+                        plan.strays_noted = True
                         plan.result.history["written"] = True
                 else:
                     store.save_record(bundle.release, bundle.objects, plan.meta)
@@ -412,9 +414,10 @@ class Deployer:
         if plan.redeploy and plan.locked:
             result.warnings.append(
                 "version %s stays in service as deploy %s: its record was not replaced by this failed redeploy "
-                "(deploy %s); the objects it added are listed there, for the next deploy to prune"
-                % (plan.bundle.release.version, (plan.located or {}).get("deployment") or "-",
-                   plan.bundle.release.deployment or "-"))
+                "(deploy %s)%s" % (plan.bundle.release.version, (plan.located or {}).get("deployment") or "-",
+                                   plan.bundle.release.deployment or "-",
+                                   "; the objects it added are listed there, for the next deploy to prune"
+                                   if plan.strays_noted else ""))
         if plan.saved:
             version = plan.bundle.release.version
             try:

@@ -391,6 +391,32 @@ def test_a_rendering_that_fails_on_a_later_wave_stops_the_deploy_before_the_firs
         assert c.get("v1", "ConfigMap", ns, "settings")["data"] == {"mode": "fast"}, c.name
 
 
+@pytest.mark.integration
+def test_the_wave_entry_point_without_its_plan_play_says_what_to_run(clusters, inventory_path, namespaces,
+                                                                     tmp_path):
+    """Entry point "wave" applies what the plan play rendered in the same run. Started alone, it fails for each
+    cluster with what to run instead (it said "'__deploy_render' is undefined"), and writes nothing."""
+    ns = namespaces
+    manifest = write_manifest(str(tmp_path / "settings.yaml"), [{
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "fast"}}])
+    playbook = tmp_path / "wave-only.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "A wave without its plan play", "hosts": "all", "connection": "local", "gather_facts": False,
+        "tasks": [{"name": "Deploy this wave", "ansible.builtin.import_role": {
+            "name": "manent.kubernetes.deploy", "tasks_from": "wave", "rolespec_validate": False}}]}]))
+    extra = base_vars(tmp_path, ns, deploy_application="settings",
+                      deploy_artifact=artifact("settings", "1.0.0", manifest))
+    run = run_playbook(str(playbook)[:-len(".yml")], inventory_path, extra, tmp_path)
+
+    assert run.rc != 0, run.explain()
+    assert 'nothing was rendered for this cluster in this run: entry point "wave" applies what the plan play' \
+        in run.output, run.explain()
+    assert "'__deploy_render' is undefined" not in run.output, run.explain()
+    for c in clusters:
+        assert c.get("v1", "ConfigMap", ns, "settings") is None, c.name
+        assert history_configmaps(c, ns, "settings") == [], c.name
+
+
 # --------------------------------------------------------------------------- audit
 
 
