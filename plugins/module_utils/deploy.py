@@ -15,9 +15,9 @@ rerun of the release in service (same version and deploy id) writes no history a
 differently from their stored copies (then the record is rewritten). The version in service deployed again
 (another deploy id, or such a rendering) keeps its record, objects and status until its rollout succeeded:
 before the first write the record lists the objects the redeploy adds (prunable if it fails), and only a
-success replaces it. The version in service deployed again keeps
-the version it replaced: a rollback returns to that one, never to itself. A traffic release
-(``bundle.slot``) becomes the candidate, not the release in service, and prunes nothing of the other slot.
+success replaces it. It also keeps the version it replaced: a rollback returns to that one, never to itself. A
+traffic release (``bundle.slot``) becomes the candidate, not the release in service, and prunes nothing of the
+other slot.
 
 In check mode (dry_run) every object is applied with dryRun=All and nothing, history included,
 is written; objects in Namespaces that the bundle itself would create are counted as skipped.

@@ -82,17 +82,19 @@ class Records:
         deploy id and status of what is in service. Nothing is written when there is nothing new to list."""
         self._check_release(release)
         name = codec.record_name(self.client.key, release.version)
-        action = "list in the record of version %s the objects its redeploy adds" % release.version
         strays = [codec.stray_of(obj) for obj in objects]
-        cm = self.client.get(name, action)
-        if cm is None:
-            raise HistoryError("the release in service (version %s) has no record" % release.version,
-                               subject=self.client.subject(name),
-                               hint="deploy a known good version instead (a new version number)")
-        if codec.with_strays(cm, strays, self.client.subject(name)).get("binaryData") == cm.get("binaryData"):
-            return False
-        self.client.update(name, lambda live: codec.with_strays(live, strays, self.client.subject(name)), action)
-        return True
+        written = [False]  # what the last decision was (a conflict decides again on a fresh read)
+
+        def listed(cm):  # None when the record lists them already: nothing to write
+            out = codec.with_strays(cm, strays, self.client.subject(name))
+            written[0] = out.get("binaryData") != cm.get("binaryData")
+            return out if written[0] else None
+
+        # from the record as the deploy read it to plan (no second read), read again only on a conflict
+        self.client.update(name, listed, "list in the record of version %s the objects its redeploy adds"
+                           % release.version, missing_hint="the release in service has no record: deploy a known "
+                                                           "good version instead (a new version number)")
+        return written[0]
 
     def mark(self, version, status, missing_ok=False, **fields):
         """Set the status (and record fields such as slot or replaced) of the record of ``version``; its
