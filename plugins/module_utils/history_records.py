@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_anchor
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ConflictError, HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import together
@@ -52,6 +53,7 @@ class Records:
         try:
             written = self.client.create(body, action)
             self.companions.write(written, secrets, action)
+            self._anchor(release, objects)
             return name
         except ConflictError:
             pass
@@ -73,7 +75,16 @@ class Records:
             self.companions.write(written, secrets, action)
         elif replaced:
             self.companions.delete(replaced[0], action)
+        self._anchor(release, objects)
         return name
+
+    def _anchor(self, release, objects):
+        """Anchor the cluster-scoped objects of the record just written on the release Namespace (history_anchor.py:
+        what lets a rollback restore them as stored); a note when it could not."""
+        note = history_anchor.write(self.client.kube, self.client.namespace, self.client.key, release.version,
+                                    objects)
+        if note:
+            self.client.notes.append(note)
 
     def note_strays(self, release, objects):
         """Before a redeploy of the version in service (``release``: same version, other deploy id or rendering)

@@ -7,6 +7,7 @@ renamed or converted to the apiVersions the cluster serves, and kinds without re
 
 from __future__ import annotations
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_anchor
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.apiconvert import DROP, converter_for
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ConflictError, HistoryError, InputError
@@ -72,7 +73,16 @@ class ApiVersionRewrite:
         rewritten = codec.with_objects(cm, mapped, subject)
         if entry["dropped"]:
             rewritten["data"]["objectCount"] = str(len(mapped))
+        # A record whose cluster-scoped objects the anchor vouched for stays vouched for once rewritten; one it did
+        # not vouch for gets no anchor from the rewrite (a rollback then writes them only where they are live).
+        anchored = history_anchor.digest(objects) and history_anchor.vouched(
+            self.client.kube, self.client.namespace, self.client.key, meta["version"], objects)
         self._write(cm, rewritten)
+        if anchored:
+            note = history_anchor.write(self.client.kube, self.client.namespace, self.client.key, meta["version"],
+                                        mapped)
+            if note:
+                self.client.notes.append(note)
         entry["action"] = ACTION_REWRITTEN
         return entry
 

@@ -26,6 +26,7 @@ HISTORY_SPEC = {
     "break_lock": {"type": "bool", "default": False},
     "api_mappings": {"type": "path"},
     "drop_removed": {"type": "bool", "default": False},
+    "restore_cluster_scoped": {"type": "bool", "default": False},
 }
 
 

@@ -10,14 +10,23 @@ service is the one rolled back. The failed or rolled-back release stays in histo
 Stored objects whose apiVersion the cluster no longer serves are renamed or converted in memory as the
 history rewrite would (apiconvert.py, and said so); one that cannot be converted stops the rollback before any
 change. Releases of traffic slots are not rolled back this way (manent_traffic does).
+
+History is writable by whoever may edit ConfigMaps in the release namespace, so a rollback writes cluster-scoped
+objects as stored only when the record's anchor vouches for them (history_anchor.py); otherwise only those the
+cluster already holds exactly, and it stops before any change naming the others (unless told to trust the
+history: ``restore_cluster_scoped``). Objects in other namespaces are refused when the record is read
+(history_codec.check_record).
 """
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, history_anchor, lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, InputError, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of, namespace_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import holds
 from ansible_collections.manent.kubernetes.plugins.module_utils.prune import unfinished_release
 
 
@@ -29,14 +38,18 @@ def rollback_bundle(key, namespace, version, meta, objects):
                   artifact={"sha256": meta.get("artifactSha256", "")})
 
 
-def rollback(deployer, namespace, key, to_version=None, converter=None):
+def rollback(deployer, namespace, key, to_version=None, converter=None, restore_cluster_scoped=False):
     """Roll release ``key`` in ``namespace`` back with ``deployer`` (a deploy.Deployer); its DeployResult.
-    ``converter`` (apiconvert.Converter: the user's API mappings, drop_removed) defaults to discovery alone."""
+    ``converter`` (apiconvert.Converter: the user's API mappings, drop_removed) defaults to discovery alone.
+    ``restore_cluster_scoped``: write the record's cluster-scoped objects as stored even when no anchor vouches
+    for them (:func:`check_cluster_scoped`)."""
     store = deployer.store(namespace, key)
     current = _in_service(store, namespace)
     target, rolled_back = _target(store, current, to_version, namespace)
     meta, objects = store.load(target)
     mapped, notes = map_for_cluster(objects, converter or deployer.discovery.served)  # before any change
+    if not restore_cluster_scoped:
+        check_cluster_scoped(deployer, namespace, key, target, objects, mapped)
     failed_objects = store.load(rolled_back, secrets=False, strays=True)[1] if rolled_back else []
     result = deployer.deploy(rollback_bundle(key, namespace, target, meta, mapped), phase=lifecycle.ROLLBACK,
                              previous_objects=failed_objects, replaced=meta.get("replaced", ""))
@@ -82,3 +95,42 @@ def map_for_cluster(objects, cluster):
     kind)``), and a note per renamed, converted or dropped object; InputError for those that cannot be."""
     mapped, notes, _dropped = apiconvert.converter_for(cluster).convert_all(objects)
     return mapped, notes
+
+
+def check_cluster_scoped(deployer, namespace, key, version, stored, objects):
+    """Stop the rollback to ``version`` before any change (HistoryError) when it would create or change a
+    cluster-scoped object of ``objects`` (the record's ``stored`` objects, made usable on the cluster) that
+    the record's anchor does not vouch for (history_anchor.py) and whose live copy does not already hold it
+    exactly (unchanged.holds: nothing to write). Cluster-scoped objects the record gives a namespace are never
+    covered by the anchor; kinds the cluster does not serve count as cluster-scoped when they name no namespace."""
+    wide = [obj for obj in objects if lifecycle.applies_in(obj, lifecycle.ROLLBACK) and
+            _cluster_scoped(deployer.discovery, obj)]
+    if not wide:
+        return
+    if history_anchor.vouched(deployer.kube, namespace, key, version, stored):
+        wide = [obj for obj in wide if namespace_of(obj)]
+        if not wide:
+            return
+    served = [obj for obj in wide if deployer.discovery.served(obj.get("apiVersion"), obj.get("kind"))]
+    live = deployer.reader.read_many(served) if served else {}
+    differ = [obj for obj in wide if not holds(obj, live.get(key_of(obj)) or {})]
+    if not differ:
+        return
+    names = ", ".join(ref(obj) for obj in differ[:5]) + (", ..." if len(differ) > 5 else "")
+    raise HistoryError(
+        "the rollback to version %s would create or change %d cluster-scoped object(s) that the history in %s "
+        "cannot vouch for: %s (the record is not the one manent wrote for that version, or it was written "
+        "before manent anchored records, or its anchor could not be written); anyone who may edit ConfigMaps in "
+        "%s could otherwise write cluster-wide with the rollback's rights; nothing was changed"
+        % (version, len(differ), namespace, names, namespace),
+        subject="ConfigMap/%s/%s" % (namespace, record_name(key, version)),
+        hint="roll back by deploying the artifact of version %s again; or, when only people trusted with these "
+             "objects may edit ConfigMaps in %s, set restore_cluster_scoped: true (the role's "
+             "deploy_rollback_restore_cluster_scoped)" % (version, namespace))
+
+
+def _cluster_scoped(discovery, obj):
+    resource = discovery.find(obj.get("apiVersion"), obj.get("kind"))
+    if resource is None:
+        return not namespace_of(obj)
+    return not resource.namespaced

@@ -26,7 +26,8 @@ def run(params, check_mode, diff, on_progress=None):
     try:
         deployer = Deployer(kube, discovery, options)
         result = rollback.rollback(deployer, params["namespace"], key, to_version=params.get("rollback_to"),
-                                   converter=history_task.converter(params, discovery))
+                                   converter=history_task.converter(params, discovery),
+                                   restore_cluster_scoped=bool(params.get("restore_cluster_scoped")))
         out = apply_task.result_dict(result, diff)
         out.update(history_task.listing(deployer.store(params["namespace"], key)))
         return out

@@ -13,6 +13,7 @@ Inputs are generated at test time (tests/unit/test_hostile_input.py has the pure
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import hashlib
 import io
@@ -24,6 +25,7 @@ import tarfile
 
 import pytest
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_anchor as ha
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import stamp
 from tests.helpers import helm_binary
@@ -286,9 +288,19 @@ TAMPER = [
      ("ConfigMap/%(ns)s/settings", "belongs to another release (untenanted/billing/ledger/prod)")),
 ]
 # Relabelled, a record leaves the list audit reads (records are found by their labels); rollback reads it by name.
+# A cluster-scoped object is no sign of tampering for audit (charts have ClusterRoles); a rollback writes one only
+# when the record's anchor vouches for it (history_anchor.py), and this release never anchored any.
 ROLLBACK_ONLY = [
     ("history: record relabelled as another release's", lambda cm, ns: cm["metadata"]["labels"].update(
         {"manent.io/application": "billing"}), ("labels name another release",)),
+    ("history: record holding a cluster-scoped object", lambda cm, ns: cm["binaryData"].update(
+        {hc.OBJECTS_KEY: _packed([_stamped({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                                            "metadata": {"name": "grab-" + ns},
+                                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                        "kind": "ClusterRole", "name": "cluster-admin"},
+                                            "subjects": [{"kind": "Group", "name": "system:authenticated"}]}, ns)])}),
+     ("ClusterRoleBinding/grab-%(ns)s", "cluster-scoped object(s) that the history in %(ns)s cannot vouch for",
+      "nothing was changed")),
 ]
 
 
@@ -358,3 +370,81 @@ def test_tampered_history_is_refused_on_rollback_and_audit(cluster, namespace, t
     args = dict(connection(cluster, namespace, tmp_path), operation=operation, wait=False)
     refused("%s (%s)" % (case, operation), cluster, namespace, lambda: run_module("manent_history", tmp_path, **args),
             two_releases, *[text % {"ns": namespace} for text in expected])
+
+
+def _put_record(cluster, namespace, cm):
+    cm = copy.deepcopy(cm)
+    cm["metadata"].pop("managedFields", None)
+    cm["metadata"].pop("resourceVersion", None)
+    cluster.kube.request("PUT", cluster.path("v1", "ConfigMap", namespace, cm["metadata"]["name"]), body=cm)
+
+
+def _anchors(cluster, namespace, key):
+    annotations = cluster.get("v1", "Namespace", None, namespace)["metadata"].get("annotations") or {}
+    return json.loads(annotations.get(ha.annotation(key)) or "{}")
+
+
+def test_a_rollback_writes_cluster_scoped_objects_only_as_manent_stored_them(cluster, namespace, tmp_path):
+    """History lives in ConfigMaps of the release namespace: whoever may edit them there must not be able to make a
+    rollback write cluster-wide. Each deploy anchors the digest of its record's cluster-scoped objects on the
+    release Namespace; a rollback writes them as stored only when that anchor vouches for the record, otherwise
+    only where the cluster already holds them, and stops before any change naming the others, unless told to
+    trust the history. Before, a record edited to widen a ClusterRole was rolled back to as it was."""
+    key = key_of_test(namespace)
+    name = "reader-" + namespace
+
+    def role(*verbs):
+        return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": list(verbs)}]}
+
+    def verbs():
+        return cluster.get("rbac.authorization.k8s.io/v1", "ClusterRole", None, name)["rules"][0]["verbs"]
+
+    def rollback(**more):
+        args = dict(connection(cluster, namespace, tmp_path), operation="rollback", wait=False, **more)
+        return run_module("manent_history", tmp_path, **args)
+
+    try:
+        deploy(cluster, tmp_path, [configmap("settings", a="1"), role("get")], namespace, version="1.0.0", key=key,
+               wait=False)
+        deploy(cluster, tmp_path, [configmap("settings", a="2"), role("get", "list")], namespace, version="2.0.0",
+               key=key, wait=False)
+        assert list(_anchors(cluster, namespace, key)) == ["1.0.0", "2.0.0"]
+        record = hc.record_name(key, "1.0.0")
+        original = cluster.get("v1", "ConfigMap", namespace, record)
+
+        # 1. 1.0.0's ClusterRole widened in its record: refused, nothing written
+        _meta, stored = hc.decode_record(original)
+        for obj in stored:
+            if obj["kind"] == "ClusterRole":
+                obj["rules"] = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+        _put_record(cluster, namespace, hc.with_objects(copy.deepcopy(original), stored, record))
+        refused("history: record whose cluster-scoped object was changed (rollback)", cluster, namespace, rollback,
+                record, "ClusterRole/" + name, "cannot vouch for", "nothing was changed")
+        assert verbs() == ["get", "list"]
+
+        # 2. the record as manent wrote it: the anchor vouches for it, the ClusterRole goes back
+        _put_record(cluster, namespace, hc.with_objects(cluster.get("v1", "ConfigMap", namespace, record),
+                                                        hc.decode_record(original)[1], record))
+        failed, result = rollback()
+        assert not failed and result["status"] == "rolled-back", result
+        assert verbs() == ["get"]
+
+        # 3. no anchor (records written before anchors): a change of the ClusterRole is refused, unless trusted
+        cluster.kube.request("PATCH", "/api/v1/namespaces/%s" % namespace, content_type="application/merge-patch+json",
+                             body={"metadata": {"annotations": {ha.annotation(key): None}}})
+        refused("history: record without anchor, cluster-scoped object to change (rollback)", cluster, namespace,
+                lambda: rollback(rollback_to="2.0.0"), "ClusterRole/" + name, "restore_cluster_scoped")
+        failed, result = rollback(rollback_to="2.0.0", restore_cluster_scoped=True)
+        assert not failed and result["status"] == "rolled-back", result
+        assert verbs() == ["get", "list"]
+        assert list(_anchors(cluster, namespace, key)) == ["2.0.0"]  # the rollback wrote 2.0.0's record again
+
+        # 4. without an anchor, a cluster-scoped object the cluster already holds is no obstacle
+        cluster.kube.request("PATCH", "/api/v1/namespaces/%s" % namespace, content_type="application/merge-patch+json",
+                             body={"metadata": {"annotations": {ha.annotation(key): None}}})
+        failed, result = rollback(rollback_to="2.0.0")
+        assert not failed and result["status"] == "rolled-back", result
+        assert verbs() == ["get", "list"]
+    finally:
+        cluster.delete("rbac.authorization.k8s.io/v1", "ClusterRole", None, name)

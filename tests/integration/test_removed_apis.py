@@ -16,7 +16,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, apiversions, history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, apiversions, history_anchor, history_task
 from ansible_collections.manent.kubernetes.plugins.module_utils import rollback_task, status
 from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
@@ -394,7 +394,17 @@ def test_every_removed_kind_audit_rewrite_rollback(cluster, namespace, tmp_path,
     assert [f for f in run_history_module(cluster, namespace, key, operation="audit")["findings"]
             if f["version"] == "1.0.0"] == []
 
-    back = run_history_module(cluster, namespace, key, operation="rollback", wait_timeout="120s")
+    # The record was written before manent anchored records (and then rewritten): nothing vouches for its
+    # cluster-scoped objects, which do not exist on the cluster. Refused before any change, until trusted.
+    untrusted = run_history_module(cluster, namespace, key, operation="rollback", wait_timeout="120s")
+    assert "cluster-scoped object(s) that the history in %s cannot vouch for" % namespace in untrusted.get("msg", ""), \
+        untrusted
+    assert "restore_cluster_scoped: true" in untrusted["msg"], untrusted
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "2"}
+    assert cluster.get("rbac.authorization.k8s.io/v1", "ClusterRole", None, "%s-x" % namespace) is None
+
+    back = run_history_module(cluster, namespace, key, operation="rollback", wait_timeout="120s",
+                              restore_cluster_scoped=True)
     assert not back.get("failed"), back
     assert back["status"] == "rolled-back" and back["in_service"]["version"] == "1.0.0", back
     _check_restored(cluster, namespace, objects)
@@ -415,7 +425,7 @@ def test_every_removed_kind_rollback_converts_in_memory(cluster, namespace, tmp_
     params.update(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
                   ca_file=cluster.ca_file, application=key.application, environment=key.environment,
                   namespace=namespace, operation="rollback", wait_timeout="120s", api_mappings=str(mappings),
-                  drop_removed=True)
+                  drop_removed=True, restore_cluster_scoped=True)  # a record written before anchors existed
     back = rollback_task.run(params, check_mode=False, diff=False)
 
     assert back["status"] == "rolled-back" and back["in_service"]["version"] == "1.0.0", back
@@ -431,14 +441,58 @@ def test_every_removed_kind_rollback_converts_in_memory(cluster, namespace, tmp_
     assert len(stored) == len(objects) - 2 and all(cluster.discovery.served(o["apiVersion"], o["kind"]) for o in stored)
 
 
+def test_a_rewrite_anchors_again_only_what_the_anchor_vouched_for(cluster, namespace, tmp_path):
+    """A record whose cluster-scoped objects the anchor on the release Namespace vouched for (as manent wrote it
+    when the cluster still served their apiVersion) is anchored again once rewritten: the rollback then writes
+    them without restore_cluster_scoped. A record nothing vouched for stays without an anchor after the rewrite,
+    and the rollback stops before any change."""
+    name = "%s-pc" % namespace
+    priority = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": 1000}
+    try:
+        for vouched, key in ((True, ReleaseKey("anchored", "anchored", "prod")),
+                             (False, ReleaseKey("unanchored", "unanchored", "prod"))):
+            write_old_history(cluster, namespace, key, "1.0.0", [priority, configmap(namespace, "settings", "1")])
+            stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
+            if vouched:
+                cluster.kube.request("PATCH", "/api/v1/namespaces/%s" % namespace,
+                                     content_type="application/merge-patch+json", body={"metadata": {"annotations": {
+                                         history_anchor.annotation(key): json.dumps(
+                                             {"1.0.0": history_anchor.digest(stored)})}}})
+            deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path,
+                       prune=False)
+            done = run_history_module(cluster, namespace, key, operation="rewrite")
+            assert done["changed"] is True, done
+            rewritten = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
+            assert {o["apiVersion"] for o in rewritten if o["kind"] == "PriorityClass"} == {"scheduling.k8s.io/v1"}
+            annotations = cluster.get("v1", "Namespace", None, namespace)["metadata"].get("annotations") or {}
+            anchors = json.loads(annotations.get(history_anchor.annotation(key)) or "{}")
+            back = run_history_module(cluster, namespace, key, operation="rollback", wait=False)
+            if vouched:
+                assert anchors.get("1.0.0") == history_anchor.digest(rewritten), anchors
+                assert not back.get("failed") and back.get("status") == "rolled-back", back
+                assert cluster.get("scheduling.k8s.io/v1", "PriorityClass", None, name)["value"] == 1000
+                cluster.delete("scheduling.k8s.io/v1", "PriorityClass", None, name)
+            else:
+                assert "1.0.0" not in anchors, anchors
+                assert "PriorityClass/%s" % name in back.get("msg", "") and "cannot vouch for" in back["msg"], back
+                assert cluster.get("scheduling.k8s.io/v1", "PriorityClass", None, name) is None
+    finally:
+        cluster.delete("scheduling.k8s.io/v1", "PriorityClass", None, name)
+
+
 def test_role_rollback_passes_api_mappings_and_drop_removed(cluster, inventory_path, namespace, tmp_path):
-    """playbooks/rollback.yml with deploy_api_mappings and deploy_drop_removed: the role hands both to manent_history."""
+    """playbooks/rollback.yml with deploy_api_mappings, deploy_drop_removed and
+    deploy_rollback_restore_cluster_scoped: the role hands them to manent_history."""
     key = ReleaseKey("legacy", "legacy", "test")
     alpha = {"apiVersion": "batch/v2alpha1", "kind": "CronJob", "metadata": {"name": "alpha", "namespace": namespace},
              "spec": {"schedule": "0 0 1 1 *", "suspend": True, "jobTemplate": {"spec": {"template": {
                  "spec": dict(PAUSE, restartPolicy="Never")}}}}}
+    ingress_class = {"apiVersion": "networking.k8s.io/v1beta1", "kind": "IngressClass",
+                     "metadata": {"name": "%s-legacy" % namespace}, "spec": {"controller": "example.com/legacy"}}
     write_old_history(cluster, namespace, key, "1.0.0", [ingress_v1beta1(namespace, "legacy-ing"), alpha,
-                                                         psp("%s-role" % namespace), configmap(namespace, "settings", "1")])
+                                                         psp("%s-role" % namespace), ingress_class,
+                                                         configmap(namespace, "settings", "1")])
     deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
     mappings = tmp_path / "api-mappings.yml"
     mappings.write_text(MAPPINGS)
@@ -451,8 +505,19 @@ def test_role_rollback_passes_api_mappings_and_drop_removed(cluster, inventory_p
     assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "2"}
 
     extra.update(deploy_api_mappings=str(mappings), deploy_drop_removed=True)
-    done = run_playbook("rollback", inventory_path, extra, tmp_path / "done", limit=cluster.name)
-    assert done.rc == 0, done.explain()
+    # a record written before anchors: its IngressClass (cluster-scoped, not on the cluster) needs trust
+    untrusted = run_playbook("rollback", inventory_path, extra, tmp_path / "untrusted", limit=cluster.name)
+    assert untrusted.rc != 0 and "IngressClass/%s-legacy" % namespace in untrusted.output, untrusted.explain()
+    assert "deploy_rollback_restore_cluster_scoped" in untrusted.output, untrusted.explain()
+    assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "2"}
+
+    extra.update(deploy_rollback_restore_cluster_scoped=True)
+    try:
+        done = run_playbook("rollback", inventory_path, extra, tmp_path / "done", limit=cluster.name)
+        assert done.rc == 0, done.explain()
+        assert cluster.get("networking.k8s.io/v1", "IngressClass", None, "%s-legacy" % namespace) is not None
+    finally:
+        cluster.delete("networking.k8s.io/v1", "IngressClass", None, "%s-legacy" % namespace)
     assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "1"}
     ing = cluster.get("networking.k8s.io/v1", "Ingress", namespace, "legacy-ing")
     assert ing["spec"]["defaultBackend"] == {"service": {"name": "web", "port": {"number": 80}}}
