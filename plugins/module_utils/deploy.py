@@ -186,10 +186,12 @@ class Deployer:
 
     # ------------------------------------------------------------------ deploy
 
-    def deploy(self, bundle, phase=None, previous_objects=None, replaced=None):
+    def deploy(self, bundle, phase=None, previous_objects=None, replaced=None, anchor=True):
         """Deploy ``bundle``. ``previous_objects`` overrides what it may prune (default: from history),
-        ``replaced`` the release recorded as replaced (default: the one in service)."""
+        ``replaced`` the release recorded as replaced (default: the one in service); without ``anchor`` its record
+        is written without anchoring it (history_anchor.py: a rollback of a record the anchor did not vouch for)."""
         plan = self._plan(bundle, phase, previous_objects, replaced)
+        plan.store.anchor_records(anchor)
         if plan.slot_rerun:
             return _slot_rerun(plan, self.dry_run)
         try:
@@ -214,7 +216,7 @@ class Deployer:
         # Three independent reads sent together (one round trip, not three, over a distant link). Their errors
         # come in this order: the version's first (credentials and reachability), then the namespace's, then
         # history's. The locator is one read: the release in service and the traffic candidate.
-        _version, create_ns, located = together(self.kube.version, lambda: self._release_namespace(bundle),
+        _version, create_ns, located = together(self.kube.version, lambda: self._release_namespace(bundle, store),
                                                 store.locator)
         located = located or {}
         current = store.in_service(located)
@@ -251,14 +253,16 @@ class Deployer:
                      slot_rerun=slot_rerun, located=located,
                      redeploy=_version_in_service(current, bundle) and not bundle.slot)
 
-    def _release_namespace(self, bundle):
+    def _release_namespace(self, bundle, store):
         """True when the release namespace must be created (create_namespace); a missing namespace that
-        neither the bundle nor the options create is an error before any write."""
+        neither the bundle nor the options create is an error before any write. The Namespace read goes to
+        ``store`` (whether the release key has anchors: history_anchor.py)."""
         if any(o.get("kind") == "Namespace" and o.get("apiVersion") == "v1" and
                (o.get("metadata") or {}).get("name") == bundle.namespace for o in bundle.objects):
             return False
         try:
-            self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace, subject="Namespace/%s" % bundle.namespace)
+            store.know_namespace(self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace,
+                                                    subject="Namespace/%s" % bundle.namespace))
             return False
         except ApiError as exc:
             if exc.status != 404:  # e.g. 403 for a namespace-scoped Role: it cannot tell, so it goes on

@@ -9,7 +9,8 @@ cluster-scoped objects (a ClusterRoleBinding, a webhook configuration, a CRD) it
 with the rights of whoever runs the rollback. So each record write also keeps the digest of the record's objects
 that have no namespace in an annotation of the release Namespace, which is cluster-scoped: a namespace's tenants
 cannot change it. The annotation (``history.manent.io/anchor-<hash of the release key>``) holds a JSON object
-``{version: digest}`` of the newest :data:`KEEP` versions written.
+``{version: digest}`` of the newest :data:`KEEP` versions written; once a release key has anchors, its records
+without cluster-scoped objects are anchored too (digest ""), so that a rollback to them knows they had none.
 
 A rollback re-applies the cluster-scoped objects of a record as stored only when the digest of that record is
 the one anchored for its version; otherwise only those whose live copy already holds them exactly (nothing to
@@ -84,17 +85,19 @@ def read(kube, namespace, key):
         return {}
 
 
-def write(kube, namespace, key, version, objects):
+def write(kube, namespace, key, version, objects, namespace_obj=None):
     """Anchor the record of ``version`` (its stored ``objects``); a note for the deploy's warnings when the
-    anchor could not be written, else None. Nothing is written when the record has no cluster-scoped object or
-    its anchor is already there."""
+    anchor could not be written, else None. A record without cluster-scoped objects is anchored (to "") only when
+    the release key has anchors on ``namespace_obj`` (the Namespace as the deploy read it when planning): a
+    rollback to it may then prune the cluster-scoped objects of a later release. Otherwise, and when the anchor
+    is already there, nothing is sent."""
     value = digest(objects)
-    if not value:
+    if not value and not parse(namespace_obj, key):
         return None
     subject = "Namespace/%s" % namespace
     try:
         current = parse(kube.get_json(_namespace_path(namespace), subject=subject), key)
-        if list(current)[-1:] == [str(version)] and current[str(version)] == value:
+        if list(current)[-1:] == [str(version)] and current[str(version)] == value or not (value or current):
             return None
         body = {"metadata": {"annotations": {annotation(key): json.dumps(
             with_anchor(current, version, value), separators=(",", ":"))}}}
@@ -107,8 +110,8 @@ def write(kube, namespace, key, version, objects):
     return None
 
 
-def vouched(kube, namespace, key, version, objects):
-    """True when the objects of ``objects`` that name no namespace are those manent stored for ``version`` (the
-    digest anchored on the Namespace), or there are none."""
-    value = digest(objects)
-    return not value or read(kube, namespace, key).get(str(version)) == value
+def vouches(anchors, version, objects):
+    """True when ``anchors`` (see :func:`read`) hold, for ``version``, the digest of ``objects``: the record's
+    objects that name no namespace are those manent stored ("" for none). A version without an anchor is not
+    vouched for, even when its record holds no cluster-scoped object: they may have been taken out."""
+    return str(version) in anchors and anchors[str(version)] == digest(objects)

@@ -40,6 +40,8 @@ class HistoryClient:
         self.key = release_key
         self.now = now or _utcnow
         self.notes = []
+        self.namespace_object = None  # the release Namespace as the deploy read it (history_anchor.write)
+        self.anchoring = True  # False: record writes leave the anchors alone (rollback of a record not vouched for)
         self.locator_name = codec.locator_name(release_key)
         self._seen = {}  # name -> the last ConfigMap read or written (see the module docstring)
         self._absent = set()  # names of ConfigMaps whose last read found none (and none written since)

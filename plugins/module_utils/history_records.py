@@ -81,8 +81,10 @@ class Records:
     def _anchor(self, release, objects):
         """Anchor the cluster-scoped objects of the record just written on the release Namespace (history_anchor.py:
         what lets a rollback restore them as stored); a note when it could not."""
+        if not self.client.anchoring:
+            return
         note = history_anchor.write(self.client.kube, self.client.namespace, self.client.key, release.version,
-                                    objects)
+                                    objects, namespace_obj=self.client.namespace_object)
         if note:
             self.client.notes.append(note)
 

@@ -75,8 +75,8 @@ class ApiVersionRewrite:
             rewritten["data"]["objectCount"] = str(len(mapped))
         # A record whose cluster-scoped objects the anchor vouched for stays vouched for once rewritten; one it did
         # not vouch for gets no anchor from the rewrite (a rollback then writes them only where they are live).
-        anchored = history_anchor.digest(objects) and history_anchor.vouched(
-            self.client.kube, self.client.namespace, self.client.key, meta["version"], objects)
+        anchored = history_anchor.digest(objects) and history_anchor.vouches(
+            history_anchor.read(self.client.kube, self.client.namespace, self.client.key), meta["version"], objects)
         self._write(cm, rewritten)
         if anchored:
             note = history_anchor.write(self.client.kube, self.client.namespace, self.client.key, meta["version"],

@@ -48,13 +48,21 @@ def rollback(deployer, namespace, key, to_version=None, converter=None, restore_
     target, rolled_back = _target(store, current, to_version, namespace)
     meta, objects = store.load(target)
     mapped, notes = map_for_cluster(objects, converter or deployer.discovery.served)  # before any change
-    if not restore_cluster_scoped:
-        check_cluster_scoped(deployer, namespace, key, target, objects, mapped)
     failed_objects = store.load(rolled_back, secrets=False, strays=True)[1] if rolled_back else []
+    kept, vouched = [], True
+    if not restore_cluster_scoped:
+        failed_objects, kept, vouched = check_cluster_scoped(deployer, namespace, key, target, objects, mapped,
+                                                             failed_objects)
     result = deployer.deploy(rollback_bundle(key, namespace, target, meta, mapped), phase=lifecycle.ROLLBACK,
-                             previous_objects=failed_objects, replaced=meta.get("replaced", ""))
+                             previous_objects=failed_objects, replaced=meta.get("replaced", ""), anchor=vouched)
     result.previous = rolled_back or current["version"]
     result.warnings.extend(notes)
+    if kept and deployer.options.prune:
+        result.warnings.append(
+            "not pruned, cluster-scoped: %s (the history in %s cannot vouch for the record of version %s, so a "
+            "rollback does not take its word that they are gone from it; delete them by hand if they are, or "
+            "deploy the artifact of version %s again, whose prune removes them)"
+            % (", ".join(ref(obj) for obj in kept), namespace, target, target))
     if not deployer.dry_run and rolled_back:
         store.mark(rolled_back, "rolled-back")
     return result
@@ -97,36 +105,44 @@ def map_for_cluster(objects, cluster):
     return mapped, notes
 
 
-def check_cluster_scoped(deployer, namespace, key, version, stored, objects):
-    """Stop the rollback to ``version`` before any change (HistoryError) when it would create or change a
-    cluster-scoped object of ``objects`` (the record's ``stored`` objects, made usable on the cluster) that
-    the record's anchor does not vouch for (history_anchor.py) and whose live copy does not already hold it
-    exactly (unchanged.holds: nothing to write). Cluster-scoped objects the record gives a namespace are never
-    covered by the anchor; kinds the cluster does not serve count as cluster-scoped when they name no namespace."""
-    wide = [obj for obj in objects if lifecycle.applies_in(obj, lifecycle.ROLLBACK) and
-            _cluster_scoped(deployer.discovery, obj)]
-    if not wide:
-        return
-    if history_anchor.vouched(deployer.kube, namespace, key, version, stored):
-        wide = [obj for obj in wide if namespace_of(obj)]
-        if not wide:
-            return
-    served = [obj for obj in wide if deployer.discovery.served(obj.get("apiVersion"), obj.get("kind"))]
+def check_cluster_scoped(deployer, namespace, key, version, stored, objects, previous):
+    """What history cannot be trusted with in the rollback to ``version``: cluster-scoped objects, unless the
+    record's anchor vouches for it (history_anchor.py). ``objects`` are the record's ``stored`` objects made
+    usable on the cluster, ``previous`` those the rollback may prune.
+
+    Raises HistoryError, before any change, when the rollback would create or change a cluster-scoped object
+    that the anchor does not vouch for and whose live copy does not already hold it exactly (unchanged.holds:
+    nothing to write). Returns (``previous`` without the cluster-scoped objects a rollback of a record not vouched
+    for must not prune, those left out, whether the anchor vouched for the record): whoever took an object out of
+    the record must not get it deleted, and the rollback must not anchor a record nothing vouched for.
+    Cluster-scoped objects the record gives a namespace are never covered by the anchor; kinds the cluster does
+    not serve count as cluster-scoped when they name no namespace."""
+    discovery = deployer.discovery
+    wide = [obj for obj in objects if lifecycle.applies_in(obj, lifecycle.ROLLBACK) and _cluster_scoped(discovery, obj)]
+    keep = {key_of(obj) for obj in objects}
+    gone = [obj for obj in previous if key_of(obj) not in keep and _cluster_scoped(discovery, obj)]
+    if not wide and not gone:
+        return previous, [], False  # not read: nothing cluster-scoped to write or prune
+    vouched = history_anchor.vouches(history_anchor.read(deployer.kube, namespace, key), version, stored)
+    if vouched:
+        wide, gone = [obj for obj in wide if namespace_of(obj)], []
+    served = [obj for obj in wide if discovery.served(obj.get("apiVersion"), obj.get("kind"))]
     live = deployer.reader.read_many(served) if served else {}
     differ = [obj for obj in wide if not holds(obj, live.get(key_of(obj)) or {})]
-    if not differ:
-        return
-    names = ", ".join(ref(obj) for obj in differ[:5]) + (", ..." if len(differ) > 5 else "")
-    raise HistoryError(
-        "the rollback to version %s would create or change %d cluster-scoped object(s) that the history in %s "
-        "cannot vouch for: %s (the record is not the one manent wrote for that version, or it was written "
-        "before manent anchored records, or its anchor could not be written); anyone who may edit ConfigMaps in "
-        "%s could otherwise write cluster-wide with the rollback's rights; nothing was changed"
-        % (version, len(differ), namespace, names, namespace),
-        subject="ConfigMap/%s/%s" % (namespace, record_name(key, version)),
-        hint="roll back by deploying the artifact of version %s again; or, when only people trusted with these "
-             "objects may edit ConfigMaps in %s, set restore_cluster_scoped: true (the role's "
-             "deploy_rollback_restore_cluster_scoped)" % (version, namespace))
+    if differ:
+        names = ", ".join(ref(obj) for obj in differ[:5]) + (", ..." if len(differ) > 5 else "")
+        raise HistoryError(
+            "the rollback to version %s would create or change %d cluster-scoped object(s) that the history in %s "
+            "cannot vouch for: %s (the record is not the one manent wrote for that version, or it was written "
+            "before manent anchored records, or its anchor could not be written); anyone who may edit ConfigMaps "
+            "in %s could otherwise write cluster-wide with the rollback's rights; nothing was changed"
+            % (version, len(differ), namespace, names, namespace),
+            subject="ConfigMap/%s/%s" % (namespace, record_name(key, version)),
+            hint="roll back by deploying the artifact of version %s again; or, when only people trusted with these "
+                 "objects may edit ConfigMaps in %s, set restore_cluster_scoped: true (the role's "
+                 "deploy_rollback_restore_cluster_scoped)" % (version, namespace))
+    left = {key_of(obj) for obj in gone}
+    return [obj for obj in previous if key_of(obj) not in left], gone, vouched
 
 
 def _cluster_scoped(discovery, obj):

@@ -99,9 +99,9 @@ options:
         CRD) only when the record's anchor, a digest that each deploy keeps in an annotation of the release
         Namespace, matches the stored objects. Without that anchor (a record edited since manent wrote it, written
         before anchors existed, or credentials that may not patch the Namespace) the rollback stops before any
-        change naming those objects, unless their live copies already hold them. History lives in ConfigMaps of the
-        namespace, so whoever may edit ConfigMaps there could otherwise write cluster-wide with the rollback's
-        rights.
+        change naming those objects, unless their live copies already hold them; nor does it prune cluster-scoped
+        objects then (it lists those it left in C(warnings)). History lives in ConfigMaps of the namespace, so
+        whoever may edit ConfigMaps there could otherwise write or delete cluster-wide with the rollback's rights.
       - Set it only when everyone who may edit ConfigMaps in O(namespace) may also change those objects; otherwise
         deploy the artifact of the version wanted again.
     type: bool

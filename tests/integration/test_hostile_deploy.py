@@ -448,3 +448,74 @@ def test_a_rollback_writes_cluster_scoped_objects_only_as_manent_stored_them(clu
         assert verbs() == ["get", "list"]
     finally:
         cluster.delete("rbac.authorization.k8s.io/v1", "ClusterRole", None, name)
+
+
+def test_a_rollback_prunes_cluster_scoped_objects_only_for_records_the_anchor_vouches_for(
+        cluster, namespace, tmp_path):
+    """A record edited to leave out a cluster-scoped object must not make a rollback to it delete that object
+    (whoever may edit ConfigMaps in the namespace could otherwise have a CRD, and every custom resource of it,
+    deleted cluster-wide). A rollback to a record the anchor does not vouch for prunes no cluster-scoped object
+    and says which it left; nor does it anchor that record when it writes it again, which would vouch for it.
+    A record the anchor vouches for is pruned as usual, also when it has no cluster-scoped object at all."""
+    key = key_of_test(namespace)
+    names = {"kept": "kept-" + namespace, "added": "added-" + namespace}
+
+    def role(which):
+        return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": names[which]}, "rules": []}
+
+    def live(which):
+        return cluster.get("rbac.authorization.k8s.io/v1", "ClusterRole", None, names[which]) is not None
+
+    def rollback(**more):
+        args = dict(connection(cluster, namespace, tmp_path), operation="rollback", wait=False, prune=True, **more)
+        return run_module("manent_history", tmp_path, **args)
+
+    try:
+        deploy(cluster, tmp_path, [configmap("settings", a="0")], namespace, version="0.9.0", key=key, wait=False)
+        deploy(cluster, tmp_path, [configmap("settings", a="1"), role("kept")], namespace, version="1.0.0", key=key,
+               wait=False)
+        deploy(cluster, tmp_path, [configmap("settings", a="2"), role("kept"), role("added")], namespace,
+               version="2.0.0", key=key, wait=False)
+        # 0.9.0 came before any anchor of this key: it has none. 1.0.0 and 2.0.0 are anchored.
+        assert list(_anchors(cluster, namespace, key)) == ["1.0.0", "2.0.0"]
+
+        # 1.0.0's record with its ClusterRole taken out: the rollback to it leaves both ClusterRoles
+        record = hc.record_name(key, "1.0.0")
+        original = cluster.get("v1", "ConfigMap", namespace, record)
+        stripped = [o for o in hc.decode_record(original)[1] if o["kind"] != "ClusterRole"]
+        _put_record(cluster, namespace, hc.with_objects(copy.deepcopy(original), stripped, record))
+        failed, result = rollback()
+        assert not failed and result["status"] == "rolled-back", result
+        assert live("kept") and live("added")
+        warned = json.dumps(result.get("warnings", []))  # Ansible's warnings: text, or mappings holding it
+        assert "not pruned, cluster-scoped: " in warned and "ClusterRole/" + names["kept"] in warned, warned
+        assert "ClusterRole/" + names["added"] in warned, warned
+        assert _anchors(cluster, namespace, key)["1.0.0"] != ha.digest(stripped)  # written again, not vouched for
+
+        # 2.0.0 again, then back to 1.0.0 as manent wrote it: its anchor vouches, the added ClusterRole goes
+        failed, result = rollback(rollback_to="2.0.0")
+        assert not failed and result["status"] == "rolled-back", result
+        _put_record(cluster, namespace, hc.with_objects(cluster.get("v1", "ConfigMap", namespace, record),
+                                                        hc.decode_record(original)[1], record))
+        failed, result = rollback(rollback_to="1.0.0")
+        assert not failed and result["status"] == "rolled-back", result
+        cluster.assert_deleted("rbac.authorization.k8s.io/v1", "ClusterRole", None, names["added"])
+        assert live("kept")
+
+        # 0.9.0 has no anchor: the rollback to it prunes no ClusterRole; a version without cluster-scoped objects
+        # deployed once the key has anchors is anchored (""), and a rollback to it prunes them
+        failed, result = rollback(rollback_to="0.9.0")
+        assert not failed and result["status"] == "rolled-back" and live("kept"), result
+        deploy(cluster, tmp_path, [configmap("settings", a="3"), role("kept")], namespace, version="3.0.0", key=key,
+               wait=False)
+        deploy(cluster, tmp_path, [configmap("settings", a="4")], namespace, version="4.0.0", key=key, wait=False)
+        assert _anchors(cluster, namespace, key)["4.0.0"] == ""
+        deploy(cluster, tmp_path, [configmap("settings", a="5"), role("kept")], namespace, version="5.0.0", key=key,
+               wait=False)
+        failed, result = rollback(rollback_to="4.0.0")
+        assert not failed and result["status"] == "rolled-back", result
+        cluster.assert_deleted("rbac.authorization.k8s.io/v1", "ClusterRole", None, names["kept"])
+    finally:
+        for name in names.values():
+            cluster.delete("rbac.authorization.k8s.io/v1", "ClusterRole", None, name)

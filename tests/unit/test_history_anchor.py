@@ -114,3 +114,23 @@ def test_a_namespace_that_cannot_be_patched_leaves_a_note():
 
     note = ha.write(Refusing({"metadata": {"name": "shop-prod"}}), "shop-prod", SHOP, "1.0.0", [ROLE])
     assert "version 1.0.0" in note and "Namespace/shop-prod" in note and "forbidden" in note
+
+
+def test_a_record_without_cluster_scoped_objects_is_anchored_once_the_key_has_anchors():
+    anchored = {"metadata": {"name": "shop-prod", "annotations": {ha.annotation(SHOP): json.dumps({"1.0.0": "d"})}}}
+    kube = _Kube(copy.deepcopy(anchored))
+    assert ha.write(kube, "shop-prod", SHOP, "2.0.0", [CM], namespace_obj={"metadata": {"name": "shop-prod"}}) is None
+    assert kube.sent == []  # the key had no anchors when the deploy read the Namespace: nothing sent
+    assert ha.write(kube, "shop-prod", SHOP, "2.0.0", [CM], namespace_obj=anchored) is None
+    body = kube.sent[-1][2]
+    assert json.loads(body["metadata"]["annotations"][ha.annotation(SHOP)]) == {"1.0.0": "d", "2.0.0": ""}
+
+
+def test_only_an_anchor_of_the_version_vouches_for_its_record():
+    anchors = {"1.0.0": ha.digest([ROLE]), "2.0.0": ""}
+    assert ha.vouches(anchors, "1.0.0", [ROLE, CM])
+    assert not ha.vouches(anchors, "1.0.0", [CM])  # its ClusterRole taken out
+    assert not ha.vouches(anchors, "1.0.0", [ROLE, HOOK])  # one added
+    assert ha.vouches(anchors, "2.0.0", [CM]) and not ha.vouches(anchors, "2.0.0", [CM, ROLE])
+    assert not ha.vouches(anchors, "3.0.0", [CM])  # no anchor: not even a record without cluster-scoped objects
+    assert not ha.vouches({}, "1.0.0", [ROLE])
