@@ -120,7 +120,8 @@ def check_cluster_scoped(deployer, namespace, key, version, stored, objects, pre
     discovery = deployer.discovery
     wide = [obj for obj in objects if lifecycle.applies_in(obj, lifecycle.ROLLBACK) and _cluster_scoped(discovery, obj)]
     keep = {key_of(obj) for obj in objects}
-    gone = [obj for obj in previous if key_of(obj) not in keep and _cluster_scoped(discovery, obj)]
+    gone = [obj for obj in previous if key_of(obj) not in keep and lifecycle.prunable(obj)[0] and
+            _cluster_scoped(discovery, obj)]
     if not wide and not gone:
         return previous, [], False  # not read: nothing cluster-scoped to write or prune
     vouched = history_anchor.vouches(history_anchor.read(deployer.kube, namespace, key), version, stored)
