@@ -57,15 +57,30 @@ def rollback(deployer, namespace, key, to_version=None, converter=None, restore_
                              previous_objects=failed_objects, replaced=meta.get("replaced", ""), anchor=vouched)
     result.previous = rolled_back or current["version"]
     result.warnings.extend(notes)
-    if kept and deployer.options.prune:
-        result.warnings.append(
-            "not pruned, cluster-scoped: %s (the history in %s cannot vouch for the record of version %s, so a "
-            "rollback does not take its word that they are gone from it; delete them by hand if they are, or "
-            "deploy the artifact of version %s again, whose prune removes them)"
-            % (", ".join(ref(obj) for obj in kept), namespace, target, target))
     if not deployer.dry_run and rolled_back:
         store.mark(rolled_back, "rolled-back")
+    if kept and deployer.options.prune:
+        _leave_for_next_deploy(store, deployer, result, kept, namespace, key, target, meta)
     return result
+
+
+def _leave_for_next_deploy(store, deployer, result, kept, namespace, key, target, meta):
+    """Say which cluster-scoped objects the rollback did not prune (check_cluster_scoped) and list them in the
+    restored record (as a failed redeploy lists its additions: Records.note_strays), so that the next deploy,
+    whose artifact decides, prunes those it no longer has."""
+    names = ", ".join(ref(obj) for obj in kept)
+    why = ("not pruned, cluster-scoped: %s (the history in %s cannot vouch for the record of version %s, so a "
+           "rollback does not take its word that they are gone from it)" % (names, namespace, target))
+    if deployer.dry_run:
+        result.warnings.append(why)
+        return
+    try:
+        store.note_strays(Release(key, version=target, deployment=meta.get("deployment", "")), kept)
+        result.warnings.append(why + "; listed in that record, the next deploy prunes those its artifact does not "
+                                     "have")
+    except ManentError as exc:
+        result.warnings.append(why + "; they could not be listed in that record for the next deploy's prune (%s): "
+                                     "delete them by hand if they are no longer wanted" % exc)
 
 
 def _in_service(store, namespace):

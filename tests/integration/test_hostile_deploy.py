@@ -492,6 +492,9 @@ def test_a_rollback_prunes_cluster_scoped_objects_only_for_records_the_anchor_vo
         assert "not pruned, cluster-scoped: " in warned and "ClusterRole/" + names["kept"] in warned, warned
         assert "ClusterRole/" + names["added"] in warned, warned
         assert _anchors(cluster, namespace, key)["1.0.0"] != ha.digest(stripped)  # written again, not vouched for
+        # listed in the restored record for the next deploy, whose artifact decides, to prune
+        strays = hc.decode_strays(cluster.get("v1", "ConfigMap", namespace, record))
+        assert {s["metadata"]["name"] for s in strays} == set(names.values()), strays
 
         # 2.0.0 again, then back to 1.0.0 as manent wrote it: its anchor vouches, the added ClusterRole goes
         failed, result = rollback(rollback_to="2.0.0")
