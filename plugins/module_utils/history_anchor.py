@@ -21,9 +21,10 @@ rollback on the safe side.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of
 
@@ -34,8 +35,7 @@ _HASH_LEN = 16
 
 def annotation(key):
     """The Namespace annotation that holds the anchors of release key ``key``."""
-    text = "\n".join((key.tenant, key.application, key.artifact, key.environment))
-    return ANNOTATION_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HASH_LEN]
+    return ANNOTATION_PREFIX + codec.key_hash(key, _HASH_LEN)
 
 
 def without_namespace(objects):
@@ -48,8 +48,7 @@ def digest(objects):
     wide = sorted(without_namespace(objects), key=lambda obj: tuple(key_of(obj)))
     if not wide:
         return ""
-    text = json.dumps(wide, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(json.dumps(wide, sort_keys=True, separators=(",", ":"), ensure_ascii=True))
 
 
 def parse(namespace_obj, key):

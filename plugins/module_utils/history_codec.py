@@ -115,9 +115,10 @@ def _sha_hex(text, length):
     return sha256_text(text)[:length]
 
 
-def key_hash(key):
-    """First 8 hex digits of sha256(tenant + '\\n' + application + '\\n' + artifact + '\\n' + environment)."""
-    return _sha_hex("\n".join((key.tenant, key.application, key.artifact, key.environment)), HASH_LEN)
+def key_hash(key, length=HASH_LEN):
+    """First ``length`` (default 8) hex digits of sha256(tenant + '\\n' + application + '\\n' + artifact + '\\n' +
+    environment)."""
+    return _sha_hex("\n".join((key.tenant, key.application, key.artifact, key.environment)), length)
 
 
 def sanitize(text):
