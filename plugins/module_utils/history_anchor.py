@@ -76,12 +76,17 @@ def _namespace_path(namespace):
     return "/api/v1/namespaces/%s" % namespace
 
 
+def read_namespace(kube, namespace):
+    """The Namespace ``namespace`` as the API serves it, None when it cannot be read (absent, forbidden)."""
+    try:
+        return kube.get_json(_namespace_path(namespace), subject="Namespace/%s" % namespace)
+    except ManentError:
+        return None
+
+
 def read(kube, namespace, key):
     """The anchors of ``key`` on Namespace ``namespace``; {} when it cannot be read (absent, forbidden)."""
-    try:
-        return parse(kube.get_json(_namespace_path(namespace), subject="Namespace/%s" % namespace), key)
-    except ManentError:
-        return {}
+    return parse(read_namespace(kube, namespace), key)
 
 
 def write(kube, namespace, key, version, objects, namespace_obj=None):

@@ -73,14 +73,19 @@ class ApiVersionRewrite:
         rewritten = codec.with_objects(cm, mapped, subject)
         if entry["dropped"]:
             rewritten["data"]["objectCount"] = str(len(mapped))
-        # A record whose cluster-scoped objects the anchor vouched for stays vouched for once rewritten; one it did
-        # not vouch for gets no anchor from the rewrite (a rollback then writes them only where they are live).
-        anchored = history_anchor.digest(objects) and history_anchor.vouches(
-            history_anchor.read(self.client.kube, self.client.namespace, self.client.key), meta["version"], objects)
+        # A record whose cluster-scoped objects the anchor vouched for stays vouched for once rewritten, also when
+        # the rewrite dropped all of them (anchored to "": the key has anchors, as the Namespace read here shows);
+        # one it did not vouch for gets no anchor from the rewrite (a rollback then writes them only where they
+        # are live).
+        namespace_obj = None
+        if history_anchor.digest(objects):
+            namespace_obj = history_anchor.read_namespace(self.client.kube, self.client.namespace)
+        anchored = namespace_obj is not None and history_anchor.vouches(
+            history_anchor.parse(namespace_obj, self.client.key), meta["version"], objects)
         self._write(cm, rewritten)
         if anchored:
             note = history_anchor.write(self.client.kube, self.client.namespace, self.client.key, meta["version"],
-                                        mapped)
+                                        mapped, namespace_obj=namespace_obj)
             if note:
                 self.client.notes.append(note)
         entry["action"] = ACTION_REWRITTEN

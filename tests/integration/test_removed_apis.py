@@ -481,6 +481,39 @@ def test_a_rewrite_anchors_again_only_what_the_anchor_vouched_for(cluster, names
         cluster.delete("scheduling.k8s.io/v1", "PriorityClass", None, name)
 
 
+def test_a_rewrite_that_drops_every_cluster_scoped_object_keeps_the_record_vouched_for(
+        cluster, namespace, tmp_path):
+    """A record the anchor vouched for whose rewrite drops all its cluster-scoped objects (a removed kind, with
+    drop_removed) is anchored again with no cluster-scoped object (""): a rollback to it prunes the cluster-scoped
+    objects of the release in service, as it would for a record manent wrote without any. Left with its old digest,
+    nothing would vouch for it and the rollback would leave them."""
+    key = ReleaseKey("dropped", "dropped", "prod")
+    added = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "%s-added" % namespace}, "rules": []}
+    try:
+        write_old_history(cluster, namespace, key, "1.0.0", [psp("%s-old" % namespace),
+                                                             configmap(namespace, "settings", "1")])
+        stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
+        cluster.kube.request("PATCH", "/api/v1/namespaces/%s" % namespace, content_type="application/merge-patch+json",
+                             body={"metadata": {"annotations": {history_anchor.annotation(key): json.dumps(
+                                 {"1.0.0": history_anchor.digest(stored)})}}})
+        deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2"), added], tmp_path,
+                   prune=False)
+        done = run_history_module(cluster, namespace, key, operation="rewrite", drop_removed=True)
+        assert done["changed"] is True, done
+        rewritten = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
+        assert not history_anchor.without_namespace(rewritten), rewritten
+        annotations = cluster.get("v1", "Namespace", None, namespace)["metadata"].get("annotations") or {}
+        assert json.loads(annotations[history_anchor.annotation(key)])["1.0.0"] == ""
+
+        back = run_history_module(cluster, namespace, key, operation="rollback", wait=False, prune=True)
+        assert not back.get("failed") and back.get("status") == "rolled-back", back
+        cluster.assert_deleted("rbac.authorization.k8s.io/v1", "ClusterRole", None, added["metadata"]["name"])
+        assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"v": "1"}
+    finally:
+        cluster.delete("rbac.authorization.k8s.io/v1", "ClusterRole", None, added["metadata"]["name"])
+
+
 def test_role_rollback_passes_api_mappings_and_drop_removed(cluster, inventory_path, namespace, tmp_path):
     """playbooks/rollback.yml with deploy_api_mappings, deploy_drop_removed and
     deploy_rollback_restore_cluster_scoped: the role hands them to manent_history."""

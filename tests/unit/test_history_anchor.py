@@ -134,3 +134,15 @@ def test_only_an_anchor_of_the_version_vouches_for_its_record():
     assert ha.vouches(anchors, "2.0.0", [CM]) and not ha.vouches(anchors, "2.0.0", [CM, ROLE])
     assert not ha.vouches(anchors, "3.0.0", [CM])  # no anchor: not even a record without cluster-scoped objects
     assert not ha.vouches({}, "1.0.0", [ROLE])
+
+
+def test_an_unreadable_namespace_reads_as_no_namespace_and_no_anchors():
+    class Missing(_Kube):
+        def get_json(self, path, subject=None):
+            raise ApiError("namespaces \"shop-prod\" not found", status=404, reason="NotFound", subject=subject)
+
+    assert ha.read_namespace(Missing(None), "shop-prod") is None and ha.read(Missing(None), "shop-prod", SHOP) == {}
+    anchored = {"metadata": {"name": "shop-prod", "annotations": {ha.annotation(SHOP): json.dumps({"1.0.0": "d"})}}}
+    kube = _Kube(anchored)
+    assert ha.read_namespace(kube, "shop-prod") is anchored and ha.read(kube, "shop-prod", SHOP) == {"1.0.0": "d"}
+    assert kube.sent == [("GET", "/api/v1/namespaces/shop-prod", None)] * 2
