@@ -10,7 +10,8 @@ answers empty), installs nothing and keeps no release state. Each rendering:
 - runs helm in a fresh temporary directory with an empty environment (only ``HOME``, the three
   ``HELM_*_HOME`` directories under it and ``PATH=/usr/bin:/bin``): no KUBECONFIG, no repositories,
   no registry credentials and no plugins of the worker are visible to it;
-- passes the target cluster's capabilities (``--kube-version``, ``--api-versions``);
+- passes the target cluster's capabilities (``--kube-version``, ``--api-versions``), and ``--is-upgrade``
+  when a release of the key is in service there (``.Release.IsUpgrade`` as ``helm upgrade --install`` sets it);
 - layers the values, lowest to highest precedence: the chart's values.yaml, ``values_files`` (files
   inside the chart, in order), ``values_yaml``, ``set_values``, and finally ``manent.slot`` -- the last
   one only when a slot is given (traffic rollouts): without a slot the chart gets exactly the values
@@ -183,9 +184,10 @@ def _trim(text, limit=STDERR_LIMIT):
 # --- rendering ----------------------------------------------------------------------------------
 
 def render_chart(chart_path, release, namespace, kube_version, api_versions, values_files=(), values_yaml="",
-                 set_values=None, slot="", options=None, include_crds=True, hooks="skip"):
+                 set_values=None, slot="", options=None, include_crds=True, hooks="skip", upgrade=False):
     """Render a chart (packaged ``.tgz`` or directory) with ``helm template``; returns :class:`Rendered`.
 
+    ``upgrade``: render as ``helm upgrade`` does (``.Release.IsUpgrade`` true, ``.Release.IsInstall`` false).
     Raises InputError for bad parameters (values files, values, hooks mode, api_versions) and RenderError
     when helm is missing, its checksum differs, it fails or it does not finish within ``options.timeout``.
     """
@@ -206,6 +208,8 @@ def render_chart(chart_path, release, namespace, kube_version, api_versions, val
     flags.extend("--api-versions=%s" % item for item in _check_api_versions(api_versions))
     if include_crds:
         flags.append("--include-crds")
+    if upgrade:  # .Release.IsUpgrade instead of .Release.IsInstall, as helm upgrade of a release in service
+        flags.append("--is-upgrade")
     binary = verify_binary(options)
     with tempfile.TemporaryDirectory(prefix="manent-helm-") as home:
         value_flags = _values_flags(chart, label, home, values_files, values_yaml, set_values, slot)

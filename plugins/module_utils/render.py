@@ -69,6 +69,9 @@ class RenderOptions:
     artifact_sha256: str = ""
     allow_unverified: bool = False
     artifact_label: str = ""
+    # Render a chart as `helm upgrade` does (.Release.IsUpgrade, not .Release.IsInstall): a release of this key is
+    # in service on the cluster. Not part of the deploy id: a rerun of the release in service stays the same deploy.
+    helm_upgrade: bool = False
 
 
 def validate_identity(key):
@@ -156,7 +159,7 @@ def _load_verified(path, label, release, options, cluster_version, discovery, he
             path, options.helm_release or release.key.artifact, options.namespace, git_version,
             discovery.api_versions(), values_files=options.helm_values_files, values_yaml=options.helm_values,
             set_values=options.helm_value, slot=options.slot, options=helm_options or HelmOptions(),
-            include_crds=not options.helm_skip_crds, hooks=options.helm_hooks)
+            include_crds=not options.helm_skip_crds, hooks=options.helm_hooks, upgrade=options.helm_upgrade)
         return rendered.docs, rendered.hooks_skipped, rendered.warnings, True
     values = builtin_values(release.key.application, release.key.environment, release.version, options.namespace,
                             release.deployment, options.variables)

@@ -20,6 +20,8 @@ description:
     is left untouched.
   - Charts are rendered with C(helm template), isolated (empty environment, temporary home), with the cluster's
     version and API versions as capabilities. Hooks are skipped by default and listed, and test hooks never apply.
+  - Once a release of the key is in service on the cluster (RV(in_service)), a chart renders as C(helm upgrade)
+    does (C(.Release.IsUpgrade) true, C(.Release.IsInstall) false); otherwise as C(helm install).
   - Every object is checked against the cluster's discovery and the table of removed/deprecated API versions,
     gets the release labels and annotations, and objects without a namespace get O(namespace).
   - The fields of every object are checked against the schemas the cluster publishes (OpenAPI v3, built-in kinds
@@ -325,6 +327,8 @@ def run(module):
         store = HistoryStore(kube, p["namespace"], mc.release_key(p))
         locator = store.locator()
         in_service = store.in_service(locator or {})  # {}: nothing deployed yet, no second read
+        # A chart renders as `helm upgrade --install` would here: .Release.IsUpgrade once a release is in service.
+        options.helm_upgrade = bool(in_service)
         if p["strategy"] == "traffic" and not options.slot:
             options.slot, deployment = choose_traffic_slot(locator, p["version"], sha, options,
                                                            migrate=p["traffic_migrate"],

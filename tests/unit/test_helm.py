@@ -201,6 +201,25 @@ def test_chart_directory_and_symlink_escape(helm, tmp_path):
         render_chart(str(chart), RELEASE, NAMESPACE, KUBE, [], values_files=["escape.yaml"], options=helm)
 
 
+@pytest.mark.parametrize("upgrade, data, seeded", [
+    (False, {"isInstall": "true", "isUpgrade": "false"}, True),
+    (True, {"isInstall": "false", "isUpgrade": "true"}, False),
+])
+def test_upgrade_renders_as_helm_upgrade(helm, tmp_path, upgrade, data, seeded):
+    chart = tmp_path / "phases"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: phases\nversion: 0.1.0\n")
+    (chart / "templates" / "phase.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: phase\ndata:\n"
+        "  isInstall: {{ .Release.IsInstall | quote }}\n  isUpgrade: {{ .Release.IsUpgrade | quote }}\n")
+    (chart / "templates" / "seed.yaml").write_text(
+        "{{- if .Release.IsInstall }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seed\n{{- end }}\n")
+    rendered = render_chart(str(chart), RELEASE, NAMESPACE, KUBE, [], options=helm, upgrade=upgrade)
+    phase = [obj for obj in objects(rendered, "ConfigMap") if obj["metadata"]["name"] == "phase"]
+    assert phase and phase[0]["data"] == data
+    assert ("ConfigMap/seed" in refs(rendered)) is seeded
+
+
 @pytest.mark.parametrize("slot", ["a", "b"])
 def test_slot_is_visible_to_the_chart(helm, slot):
     rendered = render(helm, slot=slot, values_yaml="manent: {slot: from-values}",
