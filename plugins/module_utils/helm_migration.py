@@ -9,8 +9,23 @@ from __future__ import annotations
 import re
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.identity import is_label_value
 
 HELM_RELEASE_TYPE = "helm.sh/release.v1"
+
+
+def helm_release_exists(kube, namespace, release_name):
+    """True when Helm keeps state for release ``release_name`` in ``namespace`` (a release Secret of any revision
+    not uninstalled, as ``helm upgrade --install`` looks for one): a chart taken over from Helm then renders as
+    ``helm upgrade`` would. One LIST, at most one item; a name no Helm release can have finds nothing."""
+    if not release_name or not is_label_value(str(release_name)):
+        return False
+    found = kube.get_json("/api/v1/namespaces/%s/secrets" % namespace,
+                          subject="Secret/%s/sh.helm.release.v1.%s.*" % (namespace, release_name),
+                          query={"fieldSelector": "type=%s" % HELM_RELEASE_TYPE,
+                                 "labelSelector": "owner=helm,name=%s,status!=uninstalled" % release_name,
+                                 "limit": "1"})
+    return bool(found.get("items"))
 
 
 def delete_helm_release_secrets(client, release_name):

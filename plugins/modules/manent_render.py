@@ -76,6 +76,13 @@ options:
   helm_release:
     description: C(.Release.Name) of a chart. Default O(artifact_name).
     type: str
+  helm_migrate_release:
+    description:
+      - The Helm release this deploy takes over (manent_apply's O(manent.kubernetes.manent_apply#module:helm_migrate_release)).
+      - While no release of the key is in service, a chart renders as C(helm upgrade) when Helm still keeps state
+        for this release in the namespace (a release Secret C(sh.helm.release.v1.<name>.v<N>) not uninstalled),
+        as C(helm upgrade --install) would; otherwise as C(helm install). Needs C(list) on Secrets.
+    type: str
   helm_values_files:
     description: Values files inside the chart, lowest precedence first, for example C(values-prod.yaml).
     type: list
@@ -269,6 +276,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.digests import s
 from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm_migration import helm_release_exists
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import key_hash
 from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
@@ -282,6 +290,7 @@ RENDER_SPEC = {
     "deployment": {"type": "str"},
     "variables": {"type": "dict", "default": {}},
     "helm_release": {"type": "str"},
+    "helm_migrate_release": {"type": "str"},
     "helm_values_files": {"type": "list", "elements": "str", "default": []},
     "helm_values": {"type": "str"},
     "helm_value": {"type": "dict", "default": {}},
@@ -327,8 +336,10 @@ def run(module):
         store = HistoryStore(kube, p["namespace"], mc.release_key(p))
         locator = store.locator()
         in_service = store.in_service(locator or {})  # {}: nothing deployed yet, no second read
-        # A chart renders as `helm upgrade --install` would here: .Release.IsUpgrade once a release is in service.
-        options.helm_upgrade = bool(in_service)
+        # A chart renders as `helm upgrade --install` would here: .Release.IsUpgrade once a release is in service,
+        # or, before manent's first deploy of a release taken over from Helm, while Helm keeps state for it.
+        options.helm_upgrade = bool(in_service) or bool(
+            p.get("helm_migrate_release") and helm_release_exists(kube, p["namespace"], p["helm_migrate_release"]))
         if p["strategy"] == "traffic" and not options.slot:
             options.slot, deployment = choose_traffic_slot(locator, p["version"], sha, options,
                                                            migrate=p["traffic_migrate"],

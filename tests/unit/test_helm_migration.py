@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""helm_migration.helm_release_exists: the one request that tells whether Helm keeps a release (the deletion of
+Helm's release Secrets and the rendering as helm upgrade run against real clusters: tests/integration)."""
+
+from __future__ import annotations
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.helm_migration import helm_release_exists
+
+
+class _Kube:
+    def __init__(self, items):
+        self.items = items
+        self.sent = []
+
+    def get_json(self, path, subject=None, query=None):
+        self.sent.append((path, query))
+        return {"items": self.items}
+
+
+def test_one_list_of_helm_release_secrets_not_uninstalled_at_most_one_item():
+    kube = _Kube([{"metadata": {"name": "sh.helm.release.v1.shop.v3"}}])
+    assert helm_release_exists(kube, "prod", "shop") is True
+    assert kube.sent == [("/api/v1/namespaces/prod/secrets", {
+        "fieldSelector": "type=helm.sh/release.v1", "labelSelector": "owner=helm,name=shop,status!=uninstalled",
+        "limit": "1"})]
+    assert helm_release_exists(_Kube([]), "prod", "shop") is False
+
+
+def test_a_name_no_helm_release_can_have_sends_nothing():
+    kube = _Kube([{"metadata": {"name": "x"}}])
+    for name in ("", None, "a,b", "owner=helm", "x" * 64):
+        assert helm_release_exists(kube, "prod", name) is False
+    assert kube.sent == []
