@@ -11,7 +11,8 @@ answers empty), installs nothing and keeps no release state. Each rendering:
   ``HELM_*_HOME`` directories under it and ``PATH=/usr/bin:/bin``): no KUBECONFIG, no repositories,
   no registry credentials and no plugins of the worker are visible to it;
 - passes the target cluster's capabilities (``--kube-version``, ``--api-versions``), and ``--is-upgrade``
-  when a release of the key is in service there (``.Release.IsUpgrade`` as ``helm upgrade --install`` sets it);
+  when the caller renders an upgrade (``.Release.IsUpgrade`` as ``helm upgrade --install`` sets it; manent_render
+  decides);
 - layers the values, lowest to highest precedence: the chart's values.yaml, ``values_files`` (files
   inside the chart, in order), ``values_yaml``, ``set_values``, and finally ``manent.slot`` -- the last
   one only when a slot is given (traffic rollouts): without a slot the chart gets exactly the values
@@ -208,7 +209,7 @@ def render_chart(chart_path, release, namespace, kube_version, api_versions, val
     flags.extend("--api-versions=%s" % item for item in _check_api_versions(api_versions))
     if include_crds:
         flags.append("--include-crds")
-    if upgrade:  # .Release.IsUpgrade instead of .Release.IsInstall, as helm upgrade of a release in service
+    if upgrade:  # .Release.IsUpgrade instead of .Release.IsInstall
         flags.append("--is-upgrade")
     binary = verify_binary(options)
     with tempfile.TemporaryDirectory(prefix="manent-helm-") as home:

@@ -69,8 +69,9 @@ class RenderOptions:
     artifact_sha256: str = ""
     allow_unverified: bool = False
     artifact_label: str = ""
-    # Render a chart as `helm upgrade` does (.Release.IsUpgrade, not .Release.IsInstall): a release of this key is
-    # in service on the cluster. Not part of the deploy id: a rerun of the release in service stays the same deploy.
+    # Render a chart as `helm upgrade` does (.Release.IsUpgrade, not .Release.IsInstall); manent_render sets it
+    # (a release of this key in service on the cluster, or a Helm release being taken over). Not part of the
+    # deploy id: a rerun of the release in service stays the same deploy.
     helm_upgrade: bool = False
 
 

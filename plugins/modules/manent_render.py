@@ -20,8 +20,9 @@ description:
     is left untouched.
   - Charts are rendered with C(helm template), isolated (empty environment, temporary home), with the cluster's
     version and API versions as capabilities. Hooks are skipped by default and listed, and test hooks never apply.
-  - Once a release of the key is in service on the cluster (RV(in_service)), a chart renders as C(helm upgrade)
-    does (C(.Release.IsUpgrade) true, C(.Release.IsInstall) false); otherwise as C(helm install).
+  - Once a release of the key is in service on the cluster (RV(in_service)), or while Helm keeps the release
+    named by O(helm_migrate_release), a chart renders as C(helm upgrade) does (C(.Release.IsUpgrade) true,
+    C(.Release.IsInstall) false); otherwise as C(helm install).
   - Every object is checked against the cluster's discovery and the table of removed/deprecated API versions,
     gets the release labels and annotations, and objects without a namespace get O(namespace).
   - The fields of every object are checked against the schemas the cluster publishes (OpenAPI v3, built-in kinds
