@@ -3,9 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 ROOT := $(abspath .)
 CACHE ?= $(or $(MANENT_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/manent)
-PYTHON ?= python3.11
+# The main line: the newest stable ansible-core on the newest Python it supports (the strictest TLS defaults).
+# hack/python.sh finds it on PATH or in pyenv; other lines run in `make test-matrix` (hack/test-matrix.txt).
+PYTHON_VERSION := 3.13
+PYTHON ?= $(shell bash hack/python.sh $(PYTHON_VERSION) 2>/dev/null)
 REQ_HASH := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
-VENV ?= $(CACHE)/venv-$(REQ_HASH)
+VENV ?= $(CACHE)/venv-py$(PYTHON_VERSION)-$(REQ_HASH)
 VPY := $(VENV)/bin/python
 COLLECTIONS := $(ROOT)/.build/collections
 export MANENT_CACHE := $(CACHE)
@@ -18,6 +21,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 $(VPY): requirements.txt requirements-dev.txt
+	@test -n "$(PYTHON)" || { bash hack/python.sh $(PYTHON_VERSION); exit 1; }
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	@touch $(VPY)
@@ -54,8 +58,9 @@ SANITY_DIR := $(ROOT)/.build/sanity/ansible_collections/manent/kubernetes
 sanity: venv ## ansible-test sanity on a copy of the tracked files (the layout ansible-test needs)
 	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
 	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(SANITY_DIR)
-	mkdir -p $(HOME)/.ansible/test/cache && cp hack/ansible-test-pip-shim.py $(HOME)/.ansible/test/cache/get_pip_24_2.py
-	cd $(SANITY_DIR) && git init -q . && git add -A && $(VENV)/bin/ansible-test sanity --python 3.11 --color no
+	mkdir -p $(HOME)/.ansible/test/cache && cp hack/ansible-test-pip-shim.py \
+		$(HOME)/.ansible/test/cache/get_pip_$$($(VPY) hack/ansible-test-pip-version.py).py
+	cd $(SANITY_DIR) && git init -q . && git add -A && $(VENV)/bin/ansible-test sanity --python $(PYTHON_VERSION) --color no
 
 lint: venv collection-link ## ansible-lint (production profile)
 	cd $(ROOT) && $(VENV)/bin/ansible-lint --profile production --offline -q roles playbooks examples
@@ -75,7 +80,7 @@ changelog-lint: venv ## antsibull-changelog lint of changelogs/ (add a fragment 
 ee-check: venv ## ansible-builder create on the example execution environment; it must install exactly requirements.txt and bindep.txt
 	bash hack/check-ee.sh
 
-test-matrix: venv tools collection-link ## unit tests + deploy/rollback per ansible-core 2.16-2.18 and the lowest kubernetes client (hack/test-matrix.txt)
+test-matrix: venv tools collection-link ## unit tests + deploy/rollback/traffic step per other ansible-core line and Python (hack/test-matrix.txt)
 	MAIN_PY=$(VPY) bash hack/test-matrix.sh
 
 build: venv ## build the collection tarball and install it into .build/installed
@@ -91,12 +96,13 @@ clean: clusters-down ## stop clusters, remove build output
 	rm -rf .build
 
 # --- benchmarks (bench/, BENCHMARKS.md; not part of make test) ------------------------------------------
-BENCH_VENV ?= $(CACHE)/bench-venv-$(shell sha256sum bench/requirements.txt | cut -c1-12)
+BENCH_VENV ?= $(CACHE)/bench-venv-py$(PYTHON_VERSION)-$(shell sha256sum bench/requirements.txt | cut -c1-12)
 BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH_ARGS ?=
 .PHONY: bench bench-quick bench-tools
 
 $(BENCH_PY): bench/requirements.txt
+	@test -n "$(PYTHON)" || { bash hack/python.sh $(PYTHON_VERSION); exit 1; }
 	@test -x $(BENCH_PY) || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
 	@touch $(BENCH_PY)

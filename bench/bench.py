@@ -45,7 +45,6 @@ import platform
 import shlex
 import shutil
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -60,6 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(ROOT, "hack"))
+import pki  # noqa: E402  pylint: disable=wrong-import-position,import-error
 import gen  # noqa: E402  pylint: disable=wrong-import-position
 from clusters import cache_dir, versions as versions_env  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
@@ -119,7 +119,7 @@ class Cluster:
                 self.token = handle.read().strip()
         else:
             self.token = token
-        self._ctx = ssl.create_default_context(cafile=self.ca_file)
+        self._ctx = pki.client_context(self.ca_file)
         self.pids = {}  # control-plane component -> pid (load_clusters, from state.json)
         self.controller_qps = None  # hack/clusters.py --controller-qps (state.json); None: the components' defaults
 

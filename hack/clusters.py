@@ -4,7 +4,7 @@ Each cluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler
 whose pods really become Ready), on loopback, with its own CA, TLS serving certificate, static tokens,
 client-certificate authentication, Node,RBAC authorization and service-account token issuing.
 
-    python3 hack/clusters.py up   [--dir .clusters] [--topology eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a] [--controller-qps N]
+    python3 hack/clusters.py up   [--dir .clusters] [--topology eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a:strict] [--controller-qps N]
     python3 hack/clusters.py down [--dir .clusters]
     python3 hack/clusters.py status [--dir .clusters]
     python3 hack/clusters.py nodes  [--dir .clusters]   # bring running clusters' nodes up to date
@@ -18,8 +18,6 @@ Binaries come from hack/build-tools.sh (cached outside the clone, keyed by versi
 """
 
 import argparse
-import datetime
-import ipaddress
 import json
 import os
 import secrets
@@ -34,7 +32,12 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DEFAULT_TOPOLOGY = "eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a"
+sys.path.insert(0, HERE)
+import pki  # noqa: E402  pylint: disable=wrong-import-position
+
+# region/az[:pki style]. us-1a's PKI is RFC 5280-strict, the others minimal as EKS's (hack/pki.py): every test
+# run reaches both kinds of cluster.
+DEFAULT_TOPOLOGY = "eu-1/eu-1a,eu-1/eu-1b,us-1/us-1a:strict"
 NODES_PER_CLUSTER = 3
 START_TIMEOUT = 180
 
@@ -77,65 +80,27 @@ def binaries():
 
 # ---------------------------------------------------------------- certificates
 
-def _crypto():
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-    return x509, hashes, serialization, ec, rsa, ExtendedKeyUsageOID, NameOID
-
-
 def _write(path, data, mode=0o600):
     with open(path, "wb") as f:
         f.write(data)
     os.chmod(path, mode)
 
 
-def make_pki(d):
-    x509, hashes, serialization, ec, rsa, EKU, NameOID = _crypto()
-    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
-    later = now + datetime.timedelta(days=365)
-
-    def key_pem(key):
-        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "manent-test-ca-%s" % os.path.basename(d))])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now).not_valid_after(later)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    _write(os.path.join(d, "ca.crt"), ca.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(os.path.join(d, "ca.key"), key_pem(ca_key))
-
-    def issue(name, cn, orgs=(), server=False):
-        key = ec.generate_private_key(ec.SECP256R1())
-        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)] + [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-        b = (x509.CertificateBuilder().subject_name(x509.Name(attrs)).issuer_name(ca_name)
-             .public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now).not_valid_after(later)
-             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-             .add_extension(x509.ExtendedKeyUsage([EKU.SERVER_AUTH if server else EKU.CLIENT_AUTH]), critical=False))
-        if server:
-            b = b.add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.DNSName("kubernetes"), x509.DNSName("kubernetes.default.svc"),
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
-            ]), critical=False)
-        cert = b.sign(ca_key, hashes.SHA256())
-        _write(os.path.join(d, name + ".crt"), cert.public_bytes(serialization.Encoding.PEM), 0o644)
-        _write(os.path.join(d, name + ".key"), key_pem(key))
-
-    issue("serving", "kube-apiserver", server=True)
-    issue("admin", "manent-admin", orgs=("system:masters",))
-    issue("deployer-client", "manent-deployer-cert", orgs=("manent:deployers",))
+def make_pki(d, style="minimal"):
+    """The cluster's CA, serving and client certificates, service-account key; ``style`` as hack/pki.py."""
+    from cryptography.hazmat.primitives import serialization  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives.asymmetric import rsa  # pylint: disable=import-outside-toplevel
+    ca = pki.Authority("manent-test-ca-%s" % os.path.basename(d), style=style)
+    _write(os.path.join(d, "ca.crt"), pki.cert_pem(ca.cert), 0o644)
+    _write(os.path.join(d, "ca.key"), pki.key_pem(ca.key))
+    for name, cn, orgs, server in (("serving", "kube-apiserver", (), True),
+                                   ("admin", "manent-admin", ("system:masters",), False),
+                                   ("deployer-client", "manent-deployer-cert", ("manent:deployers",), False)):
+        cert, key = ca.issue(cn, orgs=orgs, server=server)
+        _write(os.path.join(d, name + ".crt"), pki.cert_pem(cert), 0o644)
+        _write(os.path.join(d, name + ".key"), pki.key_pem(key))
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    _write(os.path.join(d, "sa.key"), key_pem(sa))
+    _write(os.path.join(d, "sa.key"), pki.key_pem(sa))
     _write(os.path.join(d, "sa.pub"), sa.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo), 0o644)
 
@@ -212,8 +177,7 @@ def cluster_processes(b, d, ports, url, controller_qps=None):
 
 
 def _context(d):
-    ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
-    return ctx
+    return pki.client_context(os.path.join(d, "ca.crt"))
 
 
 def api(url, d, token, method, path, body=None, content_type="application/json", timeout=10):
@@ -327,6 +291,19 @@ def _ports(base):
     return {"api": base, "etcd": base + 1, "etcd_peer": base + 2, "kcm": base + 3, "sched": base + 4}
 
 
+def parse_topology(text):
+    """``region/az[:style],...`` -> [(region, az, pki style)]; the style defaults to minimal."""
+    out = []
+    for item in text.split(","):
+        place, _sep, style = item.strip().partition(":")
+        region, _sep, az = place.partition("/")
+        if not region or not az or (style or "minimal") not in pki.STYLES:
+            raise SystemExit("bad topology entry %r: region/az or region/az:style, style one of %s"
+                             % (item, ", ".join(pki.STYLES)))
+        out.append((region, az, style or "minimal"))
+    return out
+
+
 def host_name(region, az):
     return az.replace("-", "")
 
@@ -366,14 +343,14 @@ def up(args):
         down(args)
     b = binaries()
     os.makedirs(root, exist_ok=True)
-    topo = [t.split("/") for t in args.topology.split(",")]
+    topo = parse_topology(args.topology)
     clusters = []
-    for i, (region, az) in enumerate(topo):
+    for i, (region, az, style) in enumerate(topo):
         name = host_name(region, az)
         d = os.path.join(root, name)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(os.path.join(d, "logs"))
-        make_pki(d)
+        make_pki(d, style)
         admin_token = secrets.token_hex(24)
         deployer_token = secrets.token_hex(24)
         _write(os.path.join(d, "admin.token"), admin_token.encode())
@@ -384,7 +361,7 @@ def up(args):
         ports = _ports(args.base_port + 10 * i)
         url = "https://127.0.0.1:%d" % ports["api"]
         kubeconfig(os.path.join(d, "admin.kubeconfig"), url, d)
-        clusters.append({"name": name, "region": region, "az": az, "dir": d, "url": url, "ports": ports,
+        clusters.append({"name": name, "region": region, "az": az, "pki": style, "dir": d, "url": url, "ports": ports,
                          "admin_token": admin_token, "pids": {}, "controller_qps": args.controller_qps})
     state = {"clusters": clusters, "created": time.time()}
     try:

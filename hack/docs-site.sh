@@ -18,7 +18,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 CACHE="${MANENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/manent}"
-PYTHON="${PYTHON:-python3.11}"
+PYTHON="${PYTHON:-$(bash "$root/hack/python.sh" 3.13)}"
 out="$root/.build/docs-site"
 export ANSIBLE_COLLECTIONS_PATH="${ANSIBLE_COLLECTIONS_PATH:-$root/.build/collections}"
 collection=manent.kubernetes

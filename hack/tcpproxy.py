@@ -50,6 +50,9 @@ import struct
 import sys
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pki  # noqa: E402  pylint: disable=wrong-import-position
+
 DEFAULTS = {"delay_ms": 0, "reset_after_bytes": 0, "reset_probability": 0.0, "refuse": False,
             "throttle_next": 0, "throttle_probability": 0.0, "throttle_match": "", "retry_after": 1,
             "down_on_match": "", "lose_response_next": 0, "lose_response_match": ""}
@@ -191,7 +194,7 @@ class Proxy:
             return
         try:
             if self.tls_dir:
-                ctx = ssl.create_default_context(cafile=os.path.join(self.tls_dir, "ca.crt"))
+                ctx = pki.client_context(os.path.join(self.tls_dir, "ca.crt"))
                 sreader, swriter = await asyncio.open_connection(*self.target, ssl=ctx, server_hostname=self.target[0])
             else:
                 sreader, swriter = await asyncio.open_connection(*self.target)

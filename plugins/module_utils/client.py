@@ -27,6 +27,7 @@ import json
 import os
 import random
 import shutil
+import ssl
 import sys
 import tempfile
 import threading
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
     ApiError, ConflictError, InputError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.live import CONCURRENCY
+from ansible_collections.manent.kubernetes.plugins.module_utils.tls import CertificateFileError, verifying_context
 
 
 def _defer_package_init(name):
@@ -267,10 +269,28 @@ class Kube:
         self._token = resolve_secret(options.token, "the bearer token")
         if options.insecure_skip_tls_verify:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        self._pool = RESTClientObject(cfg).pool_manager
+            self._pool = RESTClientObject(cfg).pool_manager
+        else:
+            self._pool = self._verifying_pool(cfg)
         self._version = None
         self._reached = False  # the server answered once: a later outage is waited for (retry_time)
         self.deadline = None  # time.monotonic() value no retry may sleep past (the caller's own timeout)
+
+    def _verifying_pool(self, cfg):
+        """The REST layer's connection pool with manent's TLS context (tls.py): the kubernetes client's
+        RESTClientObject takes no SSLContext, and the one urllib3 builds itself adds Python 3.13's strict X.509
+        checks. The CA and client certificate are loaded into the context once, not at each connection."""
+        try:
+            context = verifying_context(cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file)
+        except CertificateFileError as exc:
+            source = " (%s)" % self.ca_source if exc.what == "the CA certificate" else ""
+            raise InputError("%s%s for %s cannot be loaded: %s" % (exc.what, source, self.url, exc.reason),
+                             subject="connection", hint="give PEM data: ca / ca_file a CA bundle, client_cert and "
+                                                        "client_key a certificate and its private key") from None
+        cfg.ssl_ca_cert = cfg.cert_file = cfg.key_file = None
+        pool = RESTClientObject(cfg).pool_manager
+        pool.connection_pool_kw["ssl_context"] = context
+        return pool
 
     def _pem_file(self, name, content, what):
         if content.startswith("/") and os.path.exists(content):
@@ -429,7 +449,6 @@ class _Retries:
 def _verification_failure(exc):
     """True when a TLS error is the certificate check failing (wrong CA, wrong name), not a broken connection
     (reset or EOF during the handshake, which is retried like any connection error)."""
-    import ssl  # pylint: disable=import-outside-toplevel
     seen, err = set(), exc
     while err is not None and id(err) not in seen:
         seen.add(id(err))

@@ -145,7 +145,9 @@ def run_helm(binary, args, home, timeout):
     """
     args = [str(arg) for arg in args]
     try:
-        with subprocess.Popen([binary] + args, cwd=home, env=isolated_environment(home),
+        # Not AnsibleModule.run_command: rendering also runs in the controller process (no module object), and
+        # helm needs a whole replaced environment and its process group killed on timeout.
+        with subprocess.Popen([binary] + args, cwd=home, env=isolated_environment(home),  # pylint: disable=ansible-bad-function
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               start_new_session=True) as proc:
             try:

@@ -102,6 +102,29 @@ def shop_vars(tmp_path, namespace, version, greeting, replicas="2", **overrides)
                      deploy_variables={"REPLICAS": replicas, "GREETING": greeting}, **overrides)
 
 
+def traffic_objects(version):
+    """The shop Service and Deployment a traffic release deploys into slots a/b."""
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
+         "spec": {"selector": {"app": "shop"}, "ports": [{"port": 8080}]}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop"},
+         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "shop"}},
+                  "template": {"metadata": {"labels": {"app": "shop"}, "annotations": {"release": version}},
+                               "spec": {"containers": [{"name": "app", "image": PAUSE}]}}}},
+    ]
+
+
+def traffic_vars(tmp_path, namespace, version, **extra):
+    """Role variables of a traffic release of shop: route and service ``shop``, proportional replicas, no delays,
+    the testers' header ``x-canary: always``."""
+    path = write_manifest(str(tmp_path / ("shop-%s.yaml" % version)), traffic_objects(version))
+    return base_vars(tmp_path, namespace, deploy_application="shop", deploy_artifact=artifact("shop", version, path),
+                     deploy_strategy="traffic", deploy_traffic_route="shop", deploy_traffic_service="shop",
+                     deploy_traffic_replicas="proportional", deploy_traffic_settle_delay="0s",
+                     deploy_traffic_scale_down_delay="0s", deploy_traffic_accept_timeout="30s",
+                     deploy_traffic_testers_header={"name": "x-canary", "value": "always"}, **extra)
+
+
 def run_playbook(name, inventory, extra_vars, tmp_path, limit=None, check=False, diff=False, verbosity=0,
                  env=None, timeout=600):
     """Run playbooks/<name>.yml; extra variables go through a JSON file (-e @file), like Tower's extra vars."""

@@ -1,18 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""TLS through the real modules (issue 14): verified by default, a wrong CA fails naming the server and where the
-CA came from; insecure_skip_tls_verify works but warns on every run, and through the role once per cluster."""
+"""TLS through the real modules: verified by default, on clusters whose CA is minimal (as EKS's) and on one whose
+PKI is RFC 5280-strict; a wrong CA fails naming the server and where the CA came from; insecure_skip_tls_verify
+works but warns on every run, and through the role once per cluster."""
 
 import os
+import socket
+import ssl
+import sys
 
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils import tls
 
 from tests.integration.playbook_helpers import run_playbook, shop_vars, write_inventory
 from tests.integration.test_hostile_deploy import connection, run_module
+from tests.helpers import ROOT
 from tests.reliability import record
+
+sys.path.insert(0, os.path.join(ROOT, "hack"))
+import pki  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 pytestmark = pytest.mark.integration
 
@@ -23,6 +32,42 @@ def _other_ca(cluster):
               if name != os.path.basename(cluster.dir) and os.path.isfile(os.path.join(root, name, "ca.crt"))]
     assert others, "needs a second cluster's CA"
     return others[0]
+
+
+def _style(cluster):
+    with open(cluster.ca_file, "rb") as handle:
+        return pki.style_of(handle.read())
+
+
+def _strict_checks_accept(cluster):
+    """Whether a context with VERIFY_X509_STRICT (Python 3.13's default) completes a handshake with the cluster."""
+    context = ssl.create_default_context(cafile=cluster.ca_file)
+    context.verify_flags |= tls.VERIFY_X509_STRICT
+    host, port = cluster.url[len("https://"):].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        try:
+            with context.wrap_socket(sock, server_hostname=host):
+                return True
+        except ssl.SSLCertVerificationError:
+            return False
+
+
+def test_clusters_of_both_ca_styles_are_reached(clusters, namespaces, tmp_path):
+    """The rig has both kinds of cluster (hack/clusters.py topology), and the modules reach each on this Python:
+    the minimal CA fails strict X.509 checks (the EKS case), the strict PKI passes them."""
+    case = "modules reach a minimal-CA (EKS-like) and an RFC-strict cluster on Python %d.%d" % sys.version_info[:2]
+    try:
+        styles = {c.name: _style(c) for c in clusters}
+        assert set(styles.values()) == set(pki.STYLES), styles
+        for c in clusters:
+            assert _strict_checks_accept(c) == (styles[c.name] == "strict"), (c.name, styles[c.name])
+            failed, result = run_module("manent_history", tmp_path,
+                                        **{**connection(c, namespaces, tmp_path), "operation": "list"})
+            assert not failed, (c.name, styles[c.name], result)
+    except BaseException:
+        record("tls", case, False, source=__name__)
+        raise
+    record("tls", case, True, detail=str(styles), source=__name__)
 
 
 def test_wrong_ca_fails_naming_the_server_and_the_ca_source(cluster, namespace, tmp_path):

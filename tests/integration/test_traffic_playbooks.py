@@ -12,30 +12,10 @@ import contextlib
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils import routes
-from tests.integration.playbook_helpers import PAUSE, artifact, base_vars, run_playbook, write_manifest
+from tests.integration.playbook_helpers import run_playbook, traffic_vars
 from tests.integration.route_helpers import AutoController, create, httproute, read, rule, weights
 
 pytestmark = pytest.mark.integration
-
-
-def objects(version):
-    return [
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
-         "spec": {"selector": {"app": "shop"}, "ports": [{"port": 8080}]}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop"},
-         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "shop"}},
-                  "template": {"metadata": {"labels": {"app": "shop"}, "annotations": {"release": version}},
-                               "spec": {"containers": [{"name": "app", "image": PAUSE}]}}}},
-    ]
-
-
-def variables(tmp_path, namespace, version, **extra):
-    path = write_manifest(str(tmp_path / ("shop-%s.yaml" % version)), objects(version))
-    return base_vars(tmp_path, namespace, deploy_application="shop", deploy_artifact=artifact("shop", version, path),
-                     deploy_strategy="traffic", deploy_traffic_route="shop", deploy_traffic_service="shop",
-                     deploy_traffic_replicas="proportional", deploy_traffic_settle_delay="0s",
-                     deploy_traffic_scale_down_delay="0s", deploy_traffic_accept_timeout="30s",
-                     deploy_traffic_testers_header={"name": "x-canary", "value": "always"}, **extra)
 
 
 def app_weights(cluster, namespace):
@@ -54,8 +34,11 @@ def test_rollout_promote_abort_retire_with_limits_and_check_mode(clusters, inven
             create(cluster, httproute(ns))
             stack.enter_context(AutoController(cluster, routes.RouteRef("HTTPRoute", ns, "shop")))
 
+        def v2(operation):
+            return traffic_vars(tmp_path, ns, "2.0.0", deploy_traffic_operation=operation)
+
         def play(name, version, **extra):
-            run = run_playbook(name, inventory_path, variables(tmp_path, ns, version, **extra), tmp_path)
+            run = run_playbook(name, inventory_path, traffic_vars(tmp_path, ns, version, **extra), tmp_path)
             assert run.rc == 0, run.explain()
             return run
 
@@ -75,8 +58,7 @@ def test_rollout_promote_abort_retire_with_limits_and_check_mode(clusters, inven
         assert "host  operation  status  in service  candidate" in run.output
         for cluster in clusters:
             assert app_weights(cluster, ns) == {"a": 50, "b": 50}
-        limited = run_playbook("traffic", inventory_path, variables(tmp_path, ns, "2.0.0",
-                                                                    deploy_traffic_operation="abort"),
+        limited = run_playbook("traffic", inventory_path, v2("abort"),
                                tmp_path, limit="region_us1")
         assert limited.rc == 0, limited.explain()
         for cluster in us:
@@ -84,21 +66,18 @@ def test_rollout_promote_abort_retire_with_limits_and_check_mode(clusters, inven
         for cluster in eu:
             assert app_weights(cluster, ns) == {"a": 50, "b": 50} and replicas(cluster, ns, "shop-b") == 1
 
-        checked = run_playbook("traffic", inventory_path, variables(tmp_path, ns, "2.0.0",
-                                                                    deploy_traffic_operation="promote"),
+        checked = run_playbook("traffic", inventory_path, v2("promote"),
                                tmp_path, limit="region_eu1", check=True)
         assert checked.rc == 0, checked.explain()
         for cluster in eu:
             assert app_weights(cluster, ns) == {"a": 50, "b": 50}, "check mode changes nothing"
 
-        done = run_playbook("traffic", inventory_path, variables(tmp_path, ns, "2.0.0",
-                                                                 deploy_traffic_operation="promote"),
+        done = run_playbook("traffic", inventory_path, v2("promote"),
                             tmp_path, limit="region_eu1")
         assert done.rc == 0, done.explain()
         summary = done.summary
         assert sorted(summary) == ["eu1a", "eu1b"] and all(entry["status"] == "done" for entry in summary.values())
-        retired = run_playbook("traffic", inventory_path, variables(tmp_path, ns, "2.0.0",
-                                                                    deploy_traffic_operation="retire"),
+        retired = run_playbook("traffic", inventory_path, v2("retire"),
                                tmp_path, limit="region_eu1")
         assert retired.rc == 0, retired.explain()
         for cluster in eu:
@@ -106,7 +85,6 @@ def test_rollout_promote_abort_retire_with_limits_and_check_mode(clusters, inven
             assert replicas(cluster, ns, "shop-b") == 2 and replicas(cluster, ns, "shop-a") == 0
 
         # Nothing to promote on us-1 (aborted): a clear failure naming the cluster, the run fails.
-        failed = run_playbook("traffic", inventory_path, variables(tmp_path, ns, "2.0.0",
-                                                                   deploy_traffic_operation="promote"),
+        failed = run_playbook("traffic", inventory_path, v2("promote"),
                               tmp_path, limit="region_us1")
         assert failed.rc != 0 and "there is no candidate release to move traffic to" in failed.output

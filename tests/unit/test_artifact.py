@@ -40,7 +40,12 @@ def make_targz(path, members):
             data = data.encode("utf-8") if isinstance(data, str) else data
             if info.type == tarfile.REGTYPE:
                 info.size = member.get("size", len(data))
-                tar.addfile(info, io.BytesIO(data) if "size" not in member else None)
+                if "size" in member:  # a header claiming a size with no data behind it (addfile refuses that)
+                    header = info.tobuf(tar.format, tar.encoding, tar.errors)
+                    tar.fileobj.write(header)
+                    tar.offset += len(header)
+                else:
+                    tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
     return str(path)

@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The versions the collection promises are the versions its tests run.
 
-README.md promises a range of ansible-core minors ("ansible-core 2.16 to 2.19"); meta/runtime.yml's
-requires_ansible and the example execution environment's ansible-core requirement must say the same. Every
-promised minor must be run: by the main virtualenv (requirements-dev.txt's pin) or by a line of
-hack/test-matrix.txt (the main venv's pins with that line's overrides, as hack/test-matrix.sh builds them).
+README.md promises a range of ansible-core minors ("ansible-core 2.16 to 2.21") and of Pythons ("Python 3.11 to
+3.13"); meta/runtime.yml's requires_ansible and the example execution environment's ansible-core requirement must
+say the same. Every promised minor and Python must be run: by the main virtualenv (requirements-dev.txt's pin on the
+Makefile's PYTHON_VERSION) or by a line of hack/test-matrix.txt (the main venv's pins with that line's overrides on
+the line's Python, as hack/test-matrix.sh builds them). A `prerelease` line runs a minor newer than the promise.
 Both ends of requirements.txt's `kubernetes` range must be pinned in that set too. Nothing is hard-coded here:
 change the promise, the pins or the matrix, and this test says which of them no longer agree.
 """
@@ -25,8 +26,10 @@ from packaging.version import Version
 from tests.helpers import ROOT
 
 INPUTS = ("README.md", "meta/runtime.yml", "requirements.txt", "requirements-dev.txt", "hack/test-matrix.txt",
-          "examples/execution-environment/execution-environment.yml")
+          "examples/execution-environment/execution-environment.yml", "Makefile")
 PROMISE = re.compile(r"ansible-core (\d+)\.(\d+) to (\d+)\.(\d+)")
+PYTHONS = re.compile(r"Python (\d+)\.(\d+) to (\d+)\.(\d+)")
+MAIN_PYTHON = re.compile(r"^PYTHON_VERSION := (\d+)\.(\d+)\s*$", re.MULTILINE)
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==(\S+)$")
 
 
@@ -56,18 +59,34 @@ def pins(text):
     return found
 
 
+def promised_pythons(root):
+    """README.md's "Python X.Y to X.Z" as the list of (major, minor) it covers."""
+    match = PYTHONS.search(read(root, "README.md"))
+    if not match:
+        raise AssertionError("README.md: no 'Python X.Y to X.Z' sentence states the supported Python versions")
+    low, high = (int(match.group(1)), int(match.group(2))), (int(match.group(3)), int(match.group(4)))
+    return [(low[0], minor) for minor in range(low[1], high[1] + 1)]
+
+
 def matrix_sets(root):
-    """[(where, {package: version})]: the main venv, then each hack/test-matrix.txt entry (main pins + overrides)."""
+    """[(where, {package: version}, python (major, minor) or None, prerelease)]: the main venv, then each
+    hack/test-matrix.txt entry (main pins + overrides)."""
     main = pins(read(root, "requirements-dev.txt"))
-    sets = [("requirements-dev.txt", main)]
+    found = MAIN_PYTHON.search(read(root, "Makefile"))
+    sets = [("requirements-dev.txt", main, (int(found.group(1)), int(found.group(2))) if found else None, False)]
     for number, line in enumerate(read(root, "hack/test-matrix.txt").splitlines(), 1):
         words = line.split("#", 1)[0].split()
         if not words:
             continue
-        overrides = pins("\n".join(words[1:]))
-        if len(overrides) != len(words) - 1:
-            raise AssertionError("hack/test-matrix.txt line %d: every word after the name must be package==version: %r" % (number, line))
-        sets.append(("hack/test-matrix.txt %s" % words[0], dict(main, **overrides)))
+        python = [w for w in words[1:] if w.startswith("python=")]
+        prerelease = "prerelease" in words[1:]
+        rest = [w for w in words[1:] if w not in python and w != "prerelease"]
+        overrides = pins("\n".join(rest))
+        if len(overrides) != len(rest):
+            raise AssertionError("hack/test-matrix.txt line %d: every word after the name must be python=X.Y, prerelease "
+                                 "or package==version: %r" % (number, line))
+        version = tuple(int(p) for p in python[0][len("python="):].split(".")[:2]) if python else None
+        sets.append(("hack/test-matrix.txt %s" % words[0], dict(main, **overrides), version, prerelease))
     return sets
 
 
@@ -111,12 +130,26 @@ def problems(root=ROOT):
 
     sets = matrix_sets(root)
     run = {}
-    for where, versions in sets:
+    pythons = set()
+    for where, versions, python, prerelease in sets:
+        if python is None:
+            found.append("%s: no Python named (Makefile PYTHON_VERSION := X.Y, or a python=X.Y word on the matrix line)"
+                         % where)
+        pythons.add(python)
         if "ansible-core" not in versions:
             found.append("%s: no ansible-core==X.Y.Z pin" % where)
             continue
         version = Version(versions["ansible-core"])
+        if prerelease:
+            if (version.major, version.minor) <= minors[-1] or not version.is_prerelease:
+                found.append("%s: a prerelease line must pin an unreleased ansible-core newer than README.md's %s, "
+                             "not %s" % (where, high, version))
+            continue
         run.setdefault((version.major, version.minor), []).append(where)
+    for python in promised_pythons(root):
+        if python not in pythons:
+            found.append("Python %d.%d is promised by README.md but neither the Makefile's PYTHON_VERSION nor a line of "
+                         "hack/test-matrix.txt runs it" % python)
     for minor in minors:
         if minor not in run:
             found.append("ansible-core %d.%d is promised by README.md but neither requirements-dev.txt nor a line of "
@@ -127,7 +160,7 @@ def problems(root=ROOT):
 
     allowed = kubernetes_range(root)
     clients = {}
-    for where, versions in sets:
+    for where, versions, _python, _prerelease in sets:
         if "kubernetes" in versions:
             clients.setdefault(Version(versions["kubernetes"]), []).append(where)
     for version, where in sorted(clients.items()):
@@ -190,8 +223,9 @@ def _matrix_line_of(root, minor):
 
 def _drop_a_matrix_minor(root):
     minors = promised_minors(root)
-    tested = [m for m in minors if _matrix_line_of(root, m)]
-    assert tested, "no promised minor is run by a matrix line"
+    main = Version(pins((root / "requirements-dev.txt").read_text(encoding="utf-8"))["ansible-core"])
+    tested = [m for m in minors if _matrix_line_of(root, m) and m != (main.major, main.minor)]
+    assert tested, "no promised minor is run by a matrix line only"
     edit(root, "hack/test-matrix.txt", _matrix_line_of(root, tested[-1]), "")
     return "ansible-core %d.%d is promised" % tested[-1]
 
@@ -229,12 +263,32 @@ def _matrix_pins_out_of_range(root):
     minors = promised_minors(root)
     beyond = (minors[-1][0], minors[-1][1] + 1)
     with open(root / "hack/test-matrix.txt", "a", encoding="utf-8") as handle:
-        handle.write("core-next     ansible-core==%d.%d.0\n" % beyond)
+        handle.write("core-next     python=3.13 ansible-core==%d.%d.0\n" % beyond)
     return "ansible-core %d.%d is outside README.md's" % beyond
 
 
+def _drop_a_python(root):
+    pythons = promised_pythons(root)
+    main = MAIN_PYTHON.search((root / "Makefile").read_text(encoding="utf-8"))
+    main = (int(main.group(1)), int(main.group(2)))
+    lowest = [p for p in pythons if p != main][0]
+    text = (root / "hack/test-matrix.txt").read_text(encoding="utf-8")
+    text = text.replace("python=%d.%d " % lowest, "python=%d.%d " % main)
+    (root / "hack/test-matrix.txt").write_text(text, encoding="utf-8")
+    return "Python %d.%d is promised by README.md" % lowest
+
+
+def _released_line_marked_prerelease(root):
+    minors = promised_minors(root)
+    line = _matrix_line_of(root, minors[-1]) or ""
+    assert line, "no matrix line runs the highest promised minor"
+    edit(root, "hack/test-matrix.txt", line, line.replace("python=", "prerelease python=", 1))
+    return "a prerelease line must pin an unreleased ansible-core"
+
+
 @pytest.mark.parametrize("drift", [_drop_a_matrix_minor, _widen_the_promise, _lower_the_kubernetes_floor,
-                                   _raise_the_kubernetes_ceiling, _runtime_starts_later, _matrix_pins_out_of_range],
+                                   _raise_the_kubernetes_ceiling, _runtime_starts_later, _matrix_pins_out_of_range,
+                                   _drop_a_python, _released_line_marked_prerelease],
                          ids=lambda f: f.__name__.strip("_"))
 def test_a_drift_is_reported(tmp_path, drift):
     root = copy_inputs(tmp_path)
