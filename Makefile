@@ -24,7 +24,7 @@ $(VPY): requirements.txt requirements-dev.txt
 
 venv: $(VPY) ## create the pinned Python environment (cached outside the clone, keyed by requirements)
 
-tools: ## build or reuse etcd, kube-*, kwok, helm and the CRDs (cached, keyed by version)
+tools: ## build or reuse etcd, kube-*, kwok, helm, prometheus and the CRDs (cached, keyed by version)
 	bash hack/build-tools.sh all
 
 collection-link:
