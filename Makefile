@@ -15,7 +15,7 @@ export MANENT_CACHE := $(CACHE)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: help venv tools collection-link clusters clusters-down clusters-status test unit integration lint sanity build demo clean docs-lint changelog-lint ee-check test-matrix docs
+.PHONY: help venv tools collection-link clusters clusters-down clusters-status prometheus prometheus-down test unit integration lint sanity build demo clean docs-lint changelog-lint ee-check test-matrix docs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ $(VPY): requirements.txt requirements-dev.txt
 
 venv: $(VPY) ## create the pinned Python environment (cached outside the clone, keyed by requirements)
 
-tools: ## build or reuse etcd, kube-*, kwok, helm and the CRDs (cached, keyed by version)
+tools: ## build or reuse etcd, kube-*, kwok, helm, prometheus and the CRDs (cached, keyed by version)
 	bash hack/build-tools.sh all
 
 collection-link:
@@ -43,6 +43,13 @@ clusters-down: ## stop the local clusters
 
 clusters-status: ## show the local clusters
 	$(VPY) hack/clusters.py status
+
+prometheus: venv ## start the Prometheus test rig in .prometheus/ (Prometheus scraping the traffic exporter every second)
+	bash hack/build-tools.sh prometheus
+	$(VPY) hack/prometheus.py up
+
+prometheus-down: ## stop the Prometheus test rig
+	$(VPY) hack/prometheus.py down
 
 unit: venv collection-link ## unit tests only
 	$(VPY) -m pytest tests/unit -q
@@ -92,7 +99,7 @@ demo: venv tools collection-link ## start the local clusters and deploy the samp
 	$(VPY) hack/clusters.py up
 	cd $(ROOT) && $(VENV)/bin/ansible-playbook -i .clusters/inventory.yml playbooks/demo.yml
 
-clean: clusters-down ## stop clusters, remove build output
+clean: clusters-down prometheus-down ## stop clusters and the Prometheus rig, remove build output
 	rm -rf .build
 
 # --- benchmarks (bench/, BENCHMARKS.md; not part of make test) ------------------------------------------

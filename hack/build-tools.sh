@@ -82,8 +82,8 @@ build_kubectl() {  # make bench only: kubectl from k8s.io/kubernetes at the cont
   kube_commands "$out" kubectl
 }
 
-build_simple() {  # name version package [ldflags]
-  local name="$1" version="$2" pkg="$3" ldflags="${4:-}"
+build_simple() {  # name version package [ldflags] [build tags]
+  local name="$1" version="$2" pkg="$3" ldflags="${4:-}" tags="${5:-}"
   local out="$CACHE/$name-$version/bin"
   if [[ -x "$out/$name" ]]; then return; fi
   log "building $name $version"
@@ -92,7 +92,7 @@ build_simple() {  # name version package [ldflags]
     cd "$d"
     go get "$pkg@$version" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
     mkdir -p "$out.tmp"
-    go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp/$name" "$pkg"
+    go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$out.tmp/$name" "$pkg"
   )
   rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
   rm -rf "$d"
@@ -135,6 +135,18 @@ build_helm3() {  # the pinned helm 3: tests render charts with it, make bench ru
   build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 }
 
+build_prometheus() {  # the Prometheus server that the metric-analysis tests query (hack/prometheus.py starts it)
+  local release v=github.com/prometheus/common/version
+  # Module v0.3MM.P is Prometheus 3.MM.P; the module's VERSION file says which, for the --version output.
+  release="$(cat "$(modroot "$PROMETHEUS_MODULE@$PROMETHEUS_VERSION")/VERSION")"
+  # The module has no replace directives and needs go >= 1.26.7: the local toolchain builds it as it is.
+  # -tags remove_all_sd (Prometheus' own tag): only the static, file and HTTP service discoveries, without the
+  # cloud and Kubernetes ones (a third fewer packages to compile); tests scrape static targets.
+  # No builtinassets tag: the web UI is not embedded (the module holds only its sources, built with npm). The UI
+  # pages then answer 404; the HTTP API (/api/v1/..., /-/ready, /-/reload) is all the tests use.
+  build_simple prometheus "$PROMETHEUS_VERSION" "$PROMETHEUS_MODULE/cmd/prometheus" "-X $v.Version=$release" remove_all_sd
+}
+
 what="${1:-all}"
 case "$what" in
   all|crds) fetch_crds ;;&
@@ -143,6 +155,7 @@ case "$what" in
   all|helm) build_helm3 ;;&
   all|kubernetes) build_kubernetes ;;&
   all|charts) build_helm3; fetch_public_charts ;;&
+  all|prometheus) build_prometheus ;;&
   # Benchmark peers (make bench), not part of "all": kubectl, and Helm 4 (it applies server-side).
   bench|kubectl) build_kubectl ;;&
   bench|helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \

@@ -15,10 +15,12 @@ import uuid
 import pytest
 import yaml
 
+from tests.integration import prometheus_helpers
 from tests.integration.kube import Cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTERS_DIR = os.environ.get("MANENT_CLUSTERS_DIR", os.path.join(ROOT, ".clusters"))
+PROMETHEUS_DIR = os.environ.get("MANENT_PROMETHEUS_DIR", os.path.join(ROOT, ".prometheus"))
 
 
 def _load_inventory(path):
@@ -89,3 +91,45 @@ def namespaces(clusters):
     yield name
     for c in clusters:
         c.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def prometheus():
+    """The shared Prometheus rig (hack/prometheus.py: Prometheus scraping the traffic exporter every second), a
+    prometheus_helpers.PrometheusRig: ``.url``, ``.client``, ``.exporter``, ``.service()``. Started once (pytest -n:
+    one worker starts it, the others wait on a lock in .prometheus/ and reuse it), stopped at the end by the
+    session that started it unless that is a pytest-xdist worker or MANENT_KEEP_PROMETHEUS=1
+    (make prometheus-down stops it). A start failure fails the session: these tests never skip."""
+    shared, started = prometheus_helpers.start_shared(PROMETHEUS_DIR)
+    started = started and not os.environ.get("PYTEST_XDIST_WORKER")
+    try:
+        yield shared
+    finally:
+        if started and os.environ.get("MANENT_KEEP_PROMETHEUS") != "1":
+            prometheus_helpers.stop_shared(PROMETHEUS_DIR)
+
+
+@pytest.fixture
+def traffic(prometheus):
+    """A service label of this test's own on the shared exporter (prometheus_helpers.Service): ``set(slot, rps=...,
+    error_ratio=..., latency_seconds=...)``, ``selector(slot=...)``; forgotten after the test."""
+    service = prometheus.service()
+    yield service
+    service.reset()
+
+
+@pytest.fixture
+def private_prometheus(prometheus, tmp_path):
+    """Start Prometheus instances of this test's own, scraping the shared exporter, that it may stop, kill, pause
+    and start again: ``private_prometheus(auth=None | "basic" | "bearer")`` returns a prometheus_helpers.Instance.
+    Every one is stopped after the test."""
+    instances = []
+
+    def start(auth=None):
+        instance = prometheus.start_private(tmp_path / ("prometheus-%d" % len(instances)), auth=auth)
+        instances.append(instance)
+        return instance
+
+    yield start
+    for instance in instances:
+        instance.close()
