@@ -32,7 +32,7 @@ STATS = "/-/bearer-proxy/stats"
 
 def authorized(header, token):
     """Whether an Authorization header value carries the bearer token (the scheme in any case, RFC 7235)."""
-    scheme, _, credentials = (header or "").strip().partition(" ")
+    scheme, _sep, credentials = (header or "").strip().partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode(), token.encode())
 
 

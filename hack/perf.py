@@ -110,12 +110,12 @@ def _engine(args):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, root)
     from tests.integration.conftest import _load_inventory  # noqa: E402 (the inventory reader of the tests)
-    from ansible_collections.manent.kubernetes.plugins.module_utils import apply as apply_module
-    from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
-    from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
-    from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
-    from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-    from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+    from ansible_collections.manent.kubernetes.plugins.module_utils.engine import apply as apply_module
+    from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
+    from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
+    from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+    from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+    from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
         RenderOptions, default_deployment_id, render)
 
     finder = apply_module.UnchangedFinder

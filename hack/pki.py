@@ -9,7 +9,7 @@
   and Subject Key Identifiers and Key Usage on issued certificates), which ``VERIFY_X509_STRICT`` accepts.
 
 Also :func:`client_context`, the SSLContext hack/ scripts and tests use to reach an API server: the collection's
-own (plugins/module_utils/tls.py), so they verify exactly as the modules do, on every Python.
+own (plugins/module_utils/base/tls.py), so they verify exactly as the modules do, on every Python.
 """
 
 import datetime
@@ -125,7 +125,7 @@ def style_of(ca_pem):
 
 
 def _tls_module():
-    path = os.path.join(os.path.dirname(HERE), "plugins", "module_utils", "tls.py")
+    path = os.path.join(os.path.dirname(HERE), "plugins", "module_utils", "base", "tls.py")
     spec = importlib.util.spec_from_file_location("manent_tls", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

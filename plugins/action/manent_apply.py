@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 
 

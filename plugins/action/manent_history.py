@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_task, rollback_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task, rollback_task
 from ansible_collections.manent.kubernetes.plugins.modules import manent_history
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
 

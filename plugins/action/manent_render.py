@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.modules import manent_render
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
 

@@ -12,9 +12,9 @@ import dataclasses
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import Traffic
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import Traffic
 from ansible_collections.manent.kubernetes.plugins.modules.manent_traffic import TRAFFIC_SPEC, traffic_options
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 

@@ -28,9 +28,9 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_file
-from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 SUMMARY_HEADER = ["host", "status", "version", "previous", "objects", "changes", "pruned", "seconds"]
 CHECKPOINT_HEADER = ["host", None, "version in service", "deployment"]  # None: the wave variable's name

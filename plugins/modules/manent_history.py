@@ -194,11 +194,11 @@ unlocked:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_task, rollback_task
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import default_holder
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task, rollback_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import default_holder
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 
 
 def run(module):

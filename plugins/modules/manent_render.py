@@ -271,16 +271,16 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import write
-from ansible_collections.manent.kubernetes.plugins.module_utils.digests import sha256_file
-from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm_migration import helm_release_exists
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_codec import key_hash
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import write
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.helm_migration import helm_release_exists
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import key_hash
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, choose_traffic_slot, default_deployment_id, render)
 
 RENDER_SPEC = {

@@ -185,10 +185,10 @@ history:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.durations import parse_duration
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import OPERATIONS, Traffic, TrafficOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import OPERATIONS, Traffic, TrafficOptions
 
 TRAFFIC_SPEC = {
     "operation": {"type": "str", "choices": list(OPERATIONS), "default": "status"},

@@ -4,7 +4,7 @@
 """The one progress mechanism of the deploy and the rollback: the action plugins of manent_apply and
 manent_history run the task in the controller process when the connection is local (inventory hosts are API
 servers, the work happens on the controller anyway) and print what the workloads of a rollout are waiting for
-and since when, once per change (module_utils/progress.py). Otherwise (another connection, async, or no
+and since when, once per change (module_utils/engine/progress.py). Otherwise (another connection, async, or no
 kubernetes package in the controller's Python) the module runs as usual."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.utils.display import Display
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils import progress
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import HAS_KUBERNETES
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import progress
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 
 display = Display()
 

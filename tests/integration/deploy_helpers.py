@@ -18,16 +18,16 @@ import uuid
 
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery, resource_path
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import NotFoundError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import sort_key
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery, resource_path
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import sort_key
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, default_deployment_id, render, stamp)
 
 KEY = ReleaseKey(application="shop", artifact="shop-api", environment="test")

@@ -3,9 +3,9 @@
 import os
 import time
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions, Kube, resolve_secret
-from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import DiscoveryError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube, resolve_secret
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import DiscoveryError, NotFoundError
 
 
 class Cluster:

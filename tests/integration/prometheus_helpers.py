@@ -31,7 +31,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import wait
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import wait
 
 HACK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "hack")
 if HACK not in sys.path:

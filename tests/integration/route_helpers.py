@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 
 TESTERS = {"name": "x-canary", "value": "always"}
 MERGE = "application/merge-patch+json"

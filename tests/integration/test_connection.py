@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions, Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError
 from tests.integration.kube import whoami
 
 pytestmark = pytest.mark.integration

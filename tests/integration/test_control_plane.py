@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApplyError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import KEY, actions, configmap, deployment, service

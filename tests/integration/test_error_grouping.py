@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApplyError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError
 from tests.integration.deploy_helpers import configmap, deploy
 
 pytestmark = pytest.mark.integration

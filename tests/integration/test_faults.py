@@ -30,12 +30,12 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, LockedError, ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import Traffic, TrafficOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, LockedError, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import Traffic, TrafficOptions
 from tests import reliability
 from tests.integration.deploy_helpers import (
     KEY, configmap, deployer, deployment, history_configmaps, locator, record_status, render_bundle)

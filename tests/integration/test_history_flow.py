@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, LockedError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, LockedError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import (
     KEY, NEVER_READY, configmap, deploy, deployer, deployment, history_configmaps, locator, record_status, render_bundle,
     versions)

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from tests.integration.playbook_helpers import run_history_module
 
 pytestmark = pytest.mark.integration

@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, HistoryError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, HistoryError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from tests.integration.deploy_helpers import (
     KEY, configmap, deploy, deployer, history_configmaps, locator, make_bundle, record_status)
 

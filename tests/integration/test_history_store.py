@@ -13,13 +13,13 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     HistoryError, InputError, LockedError)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import (
     ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, HISTORY_BACKUP, HistoryStore, backup_name)
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
 pytestmark = pytest.mark.integration
 

@@ -25,11 +25,11 @@ import tarfile
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_anchor as ha
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import stamp
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as ha
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import stamp
 from tests.helpers import helm_binary
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from tests.integration.deploy_helpers import configmap, deploy, versions
 from tests.reliability import record
 

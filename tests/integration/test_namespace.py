@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from tests.integration.deploy_helpers import actions, configmap, deploy, history_configmaps
 
 pytestmark = pytest.mark.integration

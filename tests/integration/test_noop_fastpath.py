@@ -14,8 +14,8 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import actions, configmap, deployment, service
 
@@ -104,7 +104,7 @@ def test_nothing_changed_is_unchanged_without_a_patch_one_list_per_kind(cluster,
 def test_each_object_is_compared_with_its_stored_copy_twice(cluster, namespace, tmp_path, monkeypatch):
     """A nothing-changed redeploy decides which objects may be unchanged once before its first read (handed to the
     snapshot and to the existence LISTs), then once in each object's tier (a kind may be served only then)."""
-    from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import UnchangedFinder
+    from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import UnchangedFinder
     deploys = _Deploys(cluster, namespace, tmp_path)
     deploys(_objects())
     examined = []

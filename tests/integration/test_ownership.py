@@ -16,9 +16,9 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import KEY, actions, configmap, service
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest

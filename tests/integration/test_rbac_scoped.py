@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from tests.integration.deploy_helpers import configmap, deploy, history_configmaps, locator, versions
 from tests.reliability import record
 

@@ -16,15 +16,18 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, apiversions, history_anchor, history_task
-from ansible_collections.manent.kubernetes.plugins.module_utils import rollback_task, status
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import Deployer, DeployOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render, stamp
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiconvert, apiversions
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import rollback_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import status
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import RenderOptions, render, stamp
 from tests.integration.playbook_helpers import artifact, base_vars, run_history_module, run_playbook, write_manifest
 
 pytestmark = pytest.mark.integration

@@ -9,11 +9,11 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ArtifactError, RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ArtifactError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import RenderOptions, render
 from tests.helpers import chart_path, helm_binary
 
 pytestmark = pytest.mark.integration
@@ -240,9 +240,9 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     """manent_render run twice with the same work directory (two tasks of one run, each its own client): the first
     reads discovery and the version from the API server, the second only from the cache kept with them. Each
     reads the release in service (the history locator, one GET): live state, never cached."""
-    from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-    from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-    from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
+    from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
     from ansible_collections.manent.kubernetes.plugins.modules import manent_render
 
     sent = []
@@ -283,7 +283,7 @@ def test_legacy_discovery_reads_the_same_kinds_as_aggregated(cluster, monkeypatc
     """Servers without aggregated discovery (older clusters) are read through one document per group version, all
     at once. This server, asked for plain JSON, answers that way: the kinds found must be those of aggregated
     discovery (built-in groups compared: other tests add and remove CRDs meanwhile)."""
-    from ansible_collections.manent.kubernetes.plugins.module_utils import discovery as disc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import discovery as disc
 
     def builtin(found):
         return {(r.group, r.version, r.kind, r.plural, r.namespaced) for r in found.resources().values()

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ConflictError, InputError, NotFoundError, WaitError)
 
 pytestmark = pytest.mark.integration

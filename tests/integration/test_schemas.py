@@ -11,10 +11,10 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import RenderOptions, render
-from ansible_collections.manent.kubernetes.plugins.module_utils.schemas import Schemas
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import RenderOptions, render
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.schemas import Schemas
 
 pytestmark = pytest.mark.integration
 
@@ -208,7 +208,7 @@ def test_a_crd_changed_since_the_cached_index_is_read_again(cluster, namespace, 
         path = tmp_path / "app.yaml"
         path.write_text(yaml.safe_dump(widget))
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
-        from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
+        from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
         discovery = Discovery(cluster.kube, cache_dir=work)
         bundle = render(str(path), Release(ReleaseKey("shop", "shop-api", "prod"), "1.0.0", "d1"),
                         RenderOptions(namespace=namespace, artifact_sha256=sha), discovery, cluster.kube.version())

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils import tls
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base import tls
 
 from tests.integration.playbook_helpers import run_playbook, shop_vars, write_inventory
 from tests.integration.test_hostile_deploy import connection, run_module

@@ -13,14 +13,16 @@ import json
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes, slots
-from ansible_collections.manent.kubernetes.plugins.module_utils.discovery import Discovery
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, choose_traffic_slot, default_deployment_id, render, stamp)
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import Traffic, TrafficOptions, choose_slot
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import Traffic, TrafficOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import choose_slot
 from tests.integration.deploy_helpers import KEY, deployer, deployment, locator, record_status, write_artifact
 from tests.integration.route_helpers import (
     TESTERS, AutoController, create, destination_rule, httproute, read, rule, virtualservice, weights)

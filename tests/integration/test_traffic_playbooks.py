@@ -11,7 +11,7 @@ import contextlib
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from tests.integration.playbook_helpers import run_playbook, traffic_vars
 from tests.integration.route_helpers import AutoController, create, httproute, read, rule, weights
 

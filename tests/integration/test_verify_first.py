@@ -4,8 +4,8 @@ written, not half-applied; what is not verified first, and what a verification c
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApplyError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError
 from tests.integration import deploy_helpers as h
 
 pytestmark = pytest.mark.integration

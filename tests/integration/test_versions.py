@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from tests.integration.playbook_helpers import (deployment_ready, run_playbook, shop_vars, traffic_vars,
                                                 write_inventory)
 from tests.integration.route_helpers import AutoController, create, httproute, read, rule, weights

@@ -12,8 +12,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apiconvert, apimappings, apiversions
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiconvert, apimappings, apiversions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "apiversions")
 

@@ -14,8 +14,8 @@ import tarfile
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import artifact
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ArtifactError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import artifact
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ArtifactError, InputError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "artifact")
 SHA_ZERO = "0" * 64

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.artifact import CHART, detect
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.artifact import CHART, detect
 from tests.helpers import CHARTS
 
 PACKAGES = sorted(glob.glob(os.path.join(CHARTS, "*.tgz")))

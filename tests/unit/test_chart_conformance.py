@@ -21,8 +21,8 @@ import tarfile
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions, render_chart
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions, render_chart
 from ansible_collections.manent.kubernetes.tests.helpers import CHARTS, chart_path, helm_binary
 
 KUBE = "v1.34.4"

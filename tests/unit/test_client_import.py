@@ -16,7 +16,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, ".build", "collections")
-CLIENT = "from ansible_collections.manent.kubernetes.plugins.module_utils import client\n"
+CLIENT = "from ansible_collections.manent.kubernetes.plugins.module_utils.base import client\n"
 
 
 def _run(first, code):

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.apply import ApplyOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.live import CONCURRENCY, LiveReader
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import CONCURRENCY
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 
 PARAMS = {"api_server": "https://127.0.0.1", "port": 6443, "token": "t", "insecure_skip_tls_verify": False,
           "request_timeout": 30}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import types
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import module_common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
 
 SPEC = {"api_server": {"type": "str", "required": True},

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.delete import DeleteOptions, Deleter
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApplyError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, NotFoundError
 
 
 class FakeDiscovery:

@@ -12,7 +12,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import diff
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import diff
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "diff")
 
@@ -101,7 +101,7 @@ def test_diff_entry_of_created_and_deleted_objects(before, after, headers):
 
 
 def test_secret_values_are_scrubbed_from_error_messages():
-    from ansible_collections.manent.kubernetes.plugins.module_utils.diff import scrub_secret_values
+    from ansible_collections.manent.kubernetes.plugins.module_utils.engine.diff import scrub_secret_values
     import base64
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
               "data": {"a": base64.b64encode(b"hunter2-password").decode()}, "stringData": {"b": "tok-123456"}}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import digests
+from ansible_collections.manent.kubernetes.plugins.module_utils.base import digests
 
 # sha256sum of the empty input and of "abc", as printed by coreutils.
 EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

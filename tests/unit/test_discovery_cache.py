@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import discovery as disc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, DiscoveryError
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import discovery as disc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, DiscoveryError
 
 CORE = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": ""}, "versions": [
     {"version": "v1", "resources": [{"resource": "configmaps", "responseKind": {"kind": "ConfigMap"},

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.durations import format_duration, parse_duration
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import format_duration, parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 
 @pytest.mark.parametrize("text, seconds", [

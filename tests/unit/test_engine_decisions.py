@@ -9,12 +9,12 @@ decision is covered by the integration tests (test_history_flow.py, test_deploy.
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import prune, rollback
-from ansible_collections.manent.kubernetes.plugins.module_utils.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.deploy import _check_traffic_release, _same_release
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import choose_slot
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import prune, rollback
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import Bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import _check_traffic_release, _same_release
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import choose_slot
 
 KEY = ReleaseKey("shop", "shop-api", "prod")
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import group_failures, listing
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import group_failures, listing
 
 
 def missing(i):

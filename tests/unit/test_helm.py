@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import (
     HelmOptions, isolated_environment, render_chart, run_helm, set_values_tree, split_output,
 )
 from ansible_collections.manent.kubernetes.tests.helpers import CHARTS, chart_path, helm_binary

@@ -6,7 +6,7 @@ Helm's release Secrets and the rendering as helm upgrade run against real cluste
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm_migration import helm_release_exists
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.helm_migration import helm_release_exists
 
 
 class _Kube:

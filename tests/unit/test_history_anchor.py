@@ -11,10 +11,10 @@ import copy
 import json
 import re
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_anchor as ha
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as ha
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
 SHOP = ReleaseKey(application="shop", artifact="shop-api", environment="prod")
 ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "shop-read"},

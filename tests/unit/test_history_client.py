@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import threading
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as codec
-from ansible_collections.manent.kubernetes.plugins.module_utils.history_client import HistoryClient
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import HistoryClient
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 
 KEY = ReleaseKey(application="shop", artifact="shop-api", environment="prod")
 NAME = codec.locator_name(KEY) + "-1-0-0"

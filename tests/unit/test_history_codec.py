@@ -17,9 +17,9 @@ import re
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
 UTC = datetime.timezone.utc
 T0 = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import apply_task, history_task
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task, history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 PARAMS = {"operation": "list", "rollback_to": None, "prune": True, "wait": False, "wait_timeout": "90s",
           "keep_releases": 3, "break_lock": True}

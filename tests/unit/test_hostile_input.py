@@ -23,15 +23,16 @@ import zipfile
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import artifact, bundle, history_codec as hc
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import HistoryError, InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import artifact, bundle
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import (
     HelmOptions, set_values_tree, verify_binary, _values_text)
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse, validate_object
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.manifests import parse, validate_object
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     outside_namespace_warning, stamp, validate_namespace)
-from ansible_collections.manent.kubernetes.plugins.module_utils.variables import builtin_values
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.variables import builtin_values
 from tests.reliability import record
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: v\n"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import ReleaseKey, is_label_value
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import validate_identity
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey, is_label_value
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import validate_identity
 
 
 @pytest.mark.parametrize("text", ["shop", "shop-api", "a", "A.b_c-9", "1", "x" * 63, ""])

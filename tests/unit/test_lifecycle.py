@@ -11,9 +11,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "lifecycle")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
-from ansible_collections.manent.kubernetes.plugins.module_utils.live import METADATA_LIST_ACCEPT, LiveReader
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import METADATA_LIST_ACCEPT, LiveReader
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of
 
 
 class _Discovery:

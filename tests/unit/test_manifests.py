@@ -12,8 +12,8 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.manifests import (
     Doc, load_value, parse, parse_files, validate_object)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "artifact")

@@ -11,8 +11,8 @@ import random
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import manifests
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import manifests
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import RenderError
 
 
 def composed(text, filename="app.yaml", monkeypatch=None):

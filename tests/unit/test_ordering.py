@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.ordering import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import (
     TIER_CRDS, TIER_NAMESPACES, sort_for_apply, sort_for_delete, tier_of, tiers)
 
 

@@ -15,7 +15,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import (
     ReleaseKey, other_owner, owner_of)
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "owners", "live.yaml")

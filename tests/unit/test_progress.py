@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.progress import Reporter, Workload, explain
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.progress import Reporter, Workload, explain
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import wait_for
 
 from tests.unit.test_wait import FakeClock, Script, deployment
 

@@ -23,9 +23,9 @@ import re
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse, validate_object
-from ansible_collections.manent.kubernetes.plugins.module_utils.variables import references, substitute
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.manifests import parse, validate_object
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.variables import references, substitute
 
 BOUNDED = settings(max_examples=40, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import RenderError
-from ansible_collections.manent.kubernetes.plugins.module_utils.helm import HelmOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.identity import Release, ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.render import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, default_deployment_id, load_documents)
 from ansible_collections.manent.kubernetes.tests.helpers import chart_path, helm_binary
 

@@ -10,7 +10,7 @@ import ssl
 import pytest
 import urllib3
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import (
     _unsent, _verification_failure, error_from_status, retry_safe)
 
 APPLY = "application/apply-patch+yaml"

@@ -17,8 +17,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import routes
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, InputError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "routes")
 TESTERS = {"name": "x-canary", "value": "always"}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import schemas
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import schemas
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import NotFoundError
 
 COMPONENTS = {
     "v1.Thing": {

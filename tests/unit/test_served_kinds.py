@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ServedKind, is_crd, served_kinds
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ServedKind, is_crd, served_kinds
 
 
 def crd(versions, kind="Widget", scope="Namespaced", api_version="apiextensions.k8s.io/v1"):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import lifecycle, stages
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import stages
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, WaitError
 
 
 def _obj(kind="ConfigMap", name="c", api_version="v1", **annotations):

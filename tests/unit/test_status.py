@@ -15,7 +15,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import status
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import status
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "status")
 

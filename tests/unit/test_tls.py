@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The API server is verified as kubectl verifies it, on every Python (plugins/module_utils/tls.py).
+"""The API server is verified as kubectl verifies it, on every Python (plugins/module_utils/base/tls.py).
 
 Real TLS handshakes against a loopback HTTPS server, with certificates made here (hack/pki.py): a minimal
 self-signed CA as EKS's and an RFC 5280-strict one are both accepted; another CA, an expired certificate, a name
@@ -21,9 +21,9 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils import tls
-from ansible_collections.manent.kubernetes.plugins.module_utils.client import ConnectionOptions, Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base import tls
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError
 
 from tests.helpers import ROOT
 

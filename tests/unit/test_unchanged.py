@@ -12,8 +12,8 @@ import copy
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
-from ansible_collections.manent.kubernetes.plugins.module_utils.unchanged import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import (
     UnchangedFinder, digest_values, holds, rendered_differently)
 
 LABELS = {"app.kubernetes.io/managed-by": "manent", "manent.io/application": "shop", "manent.io/artifact": "shop",

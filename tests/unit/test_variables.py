@@ -10,9 +10,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.manifests import parse
-from ansible_collections.manent.kubernetes.plugins.module_utils.variables import (
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.manifests import parse
+from ansible_collections.manent.kubernetes.plugins.module_utils.render.variables import (
     builtin_values, references, substitute)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "artifact")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import needs_wait, poll, wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import needs_wait, poll, wait_for
 
 
 class FakeClock:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.errors import ApiError
-from ansible_collections.manent.kubernetes.plugins.module_utils.objects import key_of
-from ansible_collections.manent.kubernetes.plugins.module_utils.wait import wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import wait_for
 
 
 def _deployment(name, ready):

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one delete path of the engine: recreate (delete policies), prune and rollback delete through it.
+
+A delete sends its options in the DeleteOptions body (the API server ignores the query parameters when a
+body is sent): the object's propagation (``werf.io/delete-propagation``, default Foreground), dryRun in
+check mode, and with ``uid`` a precondition so that only the object that was read is deleted. With
+``wait`` it polls (wait.poll) until the object is gone or replaced by a new one.
+
+An object stored under an apiVersion the cluster no longer serves is deleted through a served version of
+the same kind: of its own group, or of the group the kind moved to (:func:`apiversions.moved_groups`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiversions, lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref, split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import poll
+
+DELETE_POLL = 0.25
+
+
+@dataclass
+class DeleteOptions:
+    """``timeout``: how long a waited delete may take (finalizers); ``dry_run``: dryRun=All, never waits."""
+
+    dry_run: bool = False
+    timeout: float = 120.0
+
+
+class Deleter:
+    def __init__(self, kube, discovery, reader, options=None):
+        self.kube = kube
+        self.discovery = discovery
+        self.reader = reader
+        self.options = options or DeleteOptions()
+
+    def delete(self, obj, wait=True, propagation=None, uid=None):
+        """Delete one object (by its served apiVersion); absent is not an error. Returns True if it existed.
+
+        ``propagation`` defaults to the object's own; ``wait`` waits until it is gone (or replaced by a new
+        object), not in check mode."""
+        policy = propagation or lifecycle.delete_propagation(obj)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy}
+        query = {"propagationPolicy": policy}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        if self.options.dry_run:
+            body["dryRun"] = ["All"]
+            query["dryRun"] = "All"
+        try:
+            self.kube.request("DELETE", self.reader.path(obj), query=query, subject=ref(obj), body=body)
+        except NotFoundError:
+            return False
+        if wait and not self.options.dry_run:
+            self._wait_gone(obj, uid)
+        return True
+
+    def _wait_gone(self, obj, uid):
+        def gone():
+            live = self.reader.get(obj)
+            return live is None or bool(uid and (live.get("metadata") or {}).get("uid") != uid)
+
+        if not poll(gone, self.options.timeout, interval=DELETE_POLL):
+            raise ApplyError("was not deleted within %ss (finalizers?)" % self.options.timeout,
+                             subject=ref(obj), hint="check its finalizers and the controllers that own them")
+
+    def served(self, obj):
+        """``obj`` with an apiVersion the cluster serves for it: its own, or another version of its kind's
+        group or of the group the kind moved to (stored history may hold a removed apiVersion)."""
+        if self.discovery.served(obj["apiVersion"], obj["kind"]):
+            return obj
+        group = split_api_version(obj["apiVersion"])[0]
+        groups = [group] + apiversions.moved_groups(group, obj["kind"])
+        candidates = ["%s/%s" % (g, v) if g else v for g in groups for v in self.discovery.versions_of(g, obj["kind"])]
+        chosen = apiversions.delete_api_version(group, obj["kind"], candidates)
+        if not chosen:
+            raise ApplyError("cannot delete: the cluster serves no version of %s %s"
+                             % (obj["apiVersion"], obj["kind"]),
+                             subject=ref(obj), hint="delete it by hand, or rewrite the stored history")
+        out = dict(obj)
+        out["apiVersion"] = chosen
+        return out

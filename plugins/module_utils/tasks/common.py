@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every module shares: the connection argument spec, building the engine's objects from
+module parameters (in one place), and turning engine errors into ``fail_json``."""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import (
+    HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, ConnectionOptions, Kube)
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+
+CONNECTION_SPEC = {
+    "api_server": {"type": "str", "required": True},
+    "port": {"type": "int", "default": 6443},
+    "token": {"type": "str", "no_log": True},
+    "client_cert": {"type": "str"},
+    "client_key": {"type": "str", "no_log": True},
+    "ca": {"type": "str"},
+    "ca_file": {"type": "path"},
+    "insecure_skip_tls_verify": {"type": "bool", "default": False},
+    "request_timeout": {"type": "float", "default": 30.0},
+    "work_dir": {"type": "path"},
+}
+
+RELEASE_SPEC = {
+    "application": {"type": "str", "required": True},
+    "artifact_name": {"type": "str"},
+    "environment": {"type": "str", "required": True},
+    "tenant": {"type": "str", "default": "untenanted"},
+    "namespace": {"type": "str", "default": "default"},
+}
+
+
+def argument_spec(*specs):
+    out = {}
+    for spec in (CONNECTION_SPEC,) + specs:
+        out.update(spec)
+    return out
+
+
+def require_kubernetes(module):
+    if not HAS_KUBERNETES:
+        from ansible.module_utils.basic import missing_required_lib
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+
+
+def work_dir(params):
+    path = params.get("work_dir") or os.path.join(os.path.expanduser("~"), ".cache", "manent", "work")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def connection(params):
+    return ConnectionOptions(
+        server=params["api_server"], port=params["port"], token=params.get("token") or "",
+        client_cert=params.get("client_cert") or "", client_key=params.get("client_key") or "",
+        ca=params.get("ca") or "", ca_file=params.get("ca_file") or "",
+        insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"],
+        retry_time=retry_time(params),
+        # a connection kept for each request a task may send at once (manent_apply's concurrency)
+        pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
+
+
+def retry_time(params):
+    """How long one request may keep retrying an API server that went away: at most the run's wait_timeout."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
+    default = ConnectionOptions.retry_time
+    try:
+        return min(default, parse_duration(params["wait_timeout"])) if params.get("wait_timeout") else default
+    except ManentError:
+        return default  # the module reports the unreadable wait_timeout itself
+
+
+def open_cluster(params):
+    """(Kube, Discovery) for the target; discovery cached in the run's work dir."""
+    kube = Kube(connection(params))
+    return kube, Discovery(kube, cache_dir=os.path.join(work_dir(params), "discovery"))
+
+
+def release_key(params):
+    return ReleaseKey(application=params["application"], artifact=params.get("artifact_name") or "",
+                      environment=params["environment"], tenant=params.get("tenant") or "")
+
+
+def release(params, version, deployment=""):
+    return Release(release_key(params), version=version, deployment=deployment or "")
+
+
+INSECURE_WARNING = ("TLS verification of the API server %s is turned off (insecure_skip_tls_verify): anyone on the "
+                    "network path can read the credentials and change what is deployed; give the cluster CA (ca / "
+                    "ca_file) instead, and keep this for development clusters only")
+
+
+def insecure_warning(params):
+    """The warning every run with ``insecure_skip_tls_verify`` gets, or None: the module path (exit_result and fail)
+    and the controller path (plugins/plugin_utils/controller_task.py) both send it, on success and on failure."""
+    params = params or {}
+    if params.get("insecure_skip_tls_verify"):
+        return INSECURE_WARNING % params.get("api_server", "")
+    return None
+
+
+def warn_insecure(module):
+    warning = insecure_warning(getattr(module, "params", None))
+    if warning:
+        module.warn(warning)
+
+
+def exit_result(module, out):
+    """exit_json with the engine's warnings sent as Ansible warnings (not as a result key)."""
+    warn_insecure(module)
+    for warning in out.pop("warnings", None) or []:
+        module.warn(warning)
+    module.exit_json(**out)
+
+
+def fail(module, exc, **result):
+    """fail_json from an engine error, keeping its partial result."""
+    warn_insecure(module)
+    partial = getattr(exc, "partial", None)
+    if partial is not None and hasattr(partial, "to_dict"):
+        result.update(partial.to_dict())
+        result["changed"] = partial.changed
+        for warning in result.pop("warnings", None) or []:
+            module.warn(warning)
+    if isinstance(exc, ManentError):
+        module.fail_json(msg=str(exc), **result)
+    module.fail_json(msg="unexpected error: %s" % exc, exception=traceback.format_exc(), **result)
