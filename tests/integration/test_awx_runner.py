@@ -111,8 +111,8 @@ def succeeded(job):
     return job
 
 
-def test_deploy_and_rollback_jobs_report_their_results_to_awx_and_never_a_secret(clusters, inventory_path,
-                                                                               namespaces, tmp_path):
+def test_deploy_and_rollback_jobs_report_their_results_to_awx_and_never_a_secret(
+        clusters, inventory_path, namespaces, tmp_path):
     awx = Awx(tmp_path, clusters, inventory_path, namespaces)
     hosts = sorted(c.name for c in clusters)
 
@@ -170,8 +170,8 @@ def test_traffic_job_moves_the_weights_and_reports_them(clusters, inventory_path
     awx.assert_no_secret(step)
 
 
-def test_a_job_cancelled_mid_apply_releases_the_lock_and_the_next_job_converges(clusters, inventory_path, namespace,
-                                                                                 tmp_path):
+def test_a_job_cancelled_mid_apply_releases_the_lock_and_the_next_job_converges(
+        clusters, inventory_path, namespace, tmp_path):
     cluster = clusters[0]
     awx = Awx(tmp_path, clusters, inventory_path, namespace)
     succeeded(awx.job("deploy", awx.extravars(deploy_artifact=awx.artifact("1.0.0")), limit=cluster.name))

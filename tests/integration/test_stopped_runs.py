@@ -48,8 +48,7 @@ def _wait_for(condition, process, log, timeout):
         time.sleep(0.2)
 
 
-def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster, inventory_path, namespace,
-                                                                       tmp_path):
+def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster, inventory_path, namespace, tmp_path):
     secret = secrets.token_hex(16)
     first = run_playbook("deploy", inventory_path, _vars(tmp_path / "1", namespace, "1.0.0", secret), tmp_path / "1",
                          limit=cluster.name)
