@@ -15,7 +15,8 @@ from ansible.utils.display import Display
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import progress
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import Interrupted, ManentError
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import stopping
 
 display = Display()
 
@@ -32,7 +33,8 @@ def run_module(action, module_name, task_vars):
 
 def run(action, task_vars, name, argument_spec, task):
     """Validate the task's arguments against ``argument_spec`` and return ``task(params, check_mode, diff,
-    on_progress)``, a result dict; a ManentError becomes a failed result with the partial result it carries.
+    on_progress)``, a result dict; a ManentError becomes a failed result with the partial result it carries, and
+    so does a stop of the run (SIGTERM, SIGINT: Interrupted), after which the worker ends (stopping.py).
     Progress lines name the module (``name``) and the host. With ``insecure_skip_tls_verify`` the result warns,
     whether the task succeeded or failed, as the module would."""
     result = {}
@@ -52,20 +54,21 @@ def run(action, task_vars, name, argument_spec, task):
     insecure = mc.insecure_warning(validation.validated_parameters)
     if insecure:
         warnings.append(insecure)
-    try:
-        out = task(validation.validated_parameters, bool(action._play_context.check_mode),
-                   bool(action._play_context.diff), on_progress)
-    except ManentError as exc:
-        partial = getattr(exc, "partial", None)
-        if partial is not None and hasattr(partial, "to_dict"):
-            out = partial.to_dict()
+    with stopping.stopping():  # a stopped run: the task cleans up, then the worker ends (plugin_utils/stopping.py)
+        try:
+            out = task(validation.validated_parameters, bool(action._play_context.check_mode),
+                       bool(action._play_context.diff), on_progress)
+        except (ManentError, Interrupted) as exc:
+            partial = getattr(exc, "partial", None)
+            if partial is not None and hasattr(partial, "to_dict"):
+                out = partial.to_dict()
+                warnings.extend(out.pop("warnings", None) or [])
+                result.update(out)
+                result["changed"] = partial.changed
+            result.update(failed=True, msg=str(exc))
+        else:
             warnings.extend(out.pop("warnings", None) or [])
             result.update(out)
-            result["changed"] = partial.changed
-        result.update(failed=True, msg=str(exc))
-    else:
-        warnings.extend(out.pop("warnings", None) or [])
-        result.update(out)
     if warnings:
         result["warnings"] = warnings
     return result

@@ -185,6 +185,15 @@ def record_status(cluster, namespace, version, key=KEY):
     return None if cm is None else hc.record_meta(cm)["status"]
 
 
+def mid_rollout(cluster, namespace, name, key=KEY):
+    """True while a deploy of release ``key`` holds the history lock and Deployment ``name`` has NEVER_READY pods:
+    the deploy waits for a rollout that cannot end, the moment to stop it."""
+    live = cluster.get("apps/v1", "Deployment", namespace, name) or {}
+    annotations = live.get("spec", {}).get("template", {}).get("metadata", {}).get("annotations") or {}
+    return all(annotations.get(k) == v for k, v in NEVER_READY.items()) and \
+        bool((locator(cluster, namespace, key) or {}).get("lockHolder"))
+
+
 def dump(result):
     """The result as the module returns it (with the per-object diffs), JSON text."""
     out = result.to_dict()

@@ -80,6 +80,25 @@ def write_manifest(path, objects):
     return path
 
 
+def app_objects(version, secret, replicas=1, never_ready=False):
+    """An application "shop" at ``version``: a ConfigMap, a Secret holding ``secret``, a Service and a Deployment
+    whose pods never become ready with ``never_ready`` (its rollout waits until the run is stopped)."""
+    annotations = {"release": version}
+    if never_ready:
+        annotations["manent.test/never-ready"] = "true"
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-config"}, "data": {"version": version}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "shop-credentials"}, "type": "Opaque",
+         "stringData": {"api-key": secret}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
+         "spec": {"selector": {"app": "shop"}, "ports": [{"port": 8080}]}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop"},
+         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "shop"}},
+                  "template": {"metadata": {"labels": {"app": "shop"}, "annotations": annotations},
+                               "spec": {"containers": [{"name": "app", "image": PAUSE}]}}}},
+    ]
+
+
 def base_vars(tmp_path, namespace, **overrides):
     """Role variables every test run shares: a fresh cache/work dir, all clusters of a wave at once and a
     summary file."""
@@ -128,6 +147,22 @@ def traffic_vars(tmp_path, namespace, version, **extra):
 def run_playbook(name, inventory, extra_vars, tmp_path, limit=None, check=False, diff=False, verbosity=0,
                  env=None, timeout=600):
     """Run playbooks/<name>.yml; extra variables go through a JSON file (-e @file), like Tower's extra vars."""
+    args, run_env, summary = _command(name, inventory, extra_vars, tmp_path, limit, check, diff, verbosity, env)
+    proc = subprocess.run(args, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=timeout, check=False)
+    return Run(args=args[1:], rc=proc.returncode, output=proc.stdout + proc.stderr, summary_file=summary)
+
+
+def start_playbook(name, inventory, extra_vars, tmp_path, log, limit=None, env=None):
+    """Start playbooks/<name>.yml as run_playbook does, in a process group of its own (as a CI job or a terminal
+    starts it), its output going to the file ``log``; the Popen."""
+    args, run_env, _summary = _command(name, inventory, extra_vars, tmp_path, limit, False, False, 0, env)
+    with open(log, "wb") as handle:
+        return subprocess.Popen(args, cwd=ROOT, env=run_env, stdout=handle, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def _command(name, inventory, extra_vars, tmp_path, limit, check, diff, verbosity, env):
+    """(ansible-playbook command, its environment, the summary file) of a run of playbooks/<name>.yml."""
     os.makedirs(str(tmp_path), exist_ok=True)
     summary = extra_vars.get("deploy_summary_file") or str(tmp_path / "summary.json")
     if os.path.exists(summary):
@@ -149,8 +184,7 @@ def run_playbook(name, inventory, extra_vars, tmp_path, limit=None, check=False,
     run_env.update({"ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "PYTHONUNBUFFERED": "1",
                     "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections")})
     run_env.update(env or {})
-    proc = subprocess.run(args, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=timeout, check=False)
-    return Run(args=args[1:], rc=proc.returncode, output=proc.stdout + proc.stderr, summary_file=summary)
+    return args, run_env, summary
 
 
 class Vaulted(str):

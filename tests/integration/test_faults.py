@@ -689,8 +689,9 @@ def _kill_when(args, ready, timeout=120):
                 raise AssertionError("the fault moment never came")
             time.sleep(0.05)
     finally:
-        # the whole tree: Ansible runs a local module in its own session, which would outlive its controller
-        for pid in [proc.pid] + _descendants(proc.pid):
+        # the whole tree, ansible-playbook last: Ansible runs a local module in its own session, which would outlive
+        # its controller, and a worker that sees ansible-playbook end first would clean up (plugin_utils/stopping.py)
+        for pid in _descendants(proc.pid) + [proc.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

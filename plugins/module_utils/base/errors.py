@@ -95,6 +95,21 @@ class LockedError(HistoryError):
     """Another deploy of the same release key holds the history lock."""
 
 
+class Interrupted(BaseException):
+    """The run was stopped while a task worked (SIGTERM or SIGINT: a cancelled CI or AWX job, Ctrl-C, the end of
+    ansible-playbook; plugin_utils/stopping.py). A BaseException, as KeyboardInterrupt is, so that no handler of
+    API errors or retry loop takes it for a failure to go on from: it goes up through the deploy, which marks its
+    record failed and releases the history lock on the way. ``partial`` as for a ManentError."""
+
+    def __init__(self, message, partial=None):
+        self.message = message
+        self.partial = partial
+        super().__init__(message)
+
+    def __str__(self):
+        return self.message
+
+
 # ---------------------------------------------------------------------------------------------
 # many objects failing for the same reason
 

@@ -44,7 +44,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset
     CHANGING, CONFIGURED, CREATED, RECREATED, SKIPPED, UNCHANGED, Change, change_warnings, counts)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
-    ApiError, HistoryError, InputError, ManentError, NotFoundError, listing)
+    ApiError, HistoryError, InputError, Interrupted, ManentError, NotFoundError, listing)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import is_secret, record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import MANAGED_BY, MANAGER
@@ -318,7 +318,7 @@ class Deployer:
             timings["prune"] = time.monotonic() - t
             self._finish_history(plan)
             result.status = "deployed" if plan.phase != ROLLBACK else "rolled-back"
-        except ManentError as exc:
+        except (ManentError, Interrupted) as exc:  # stopped (SIGTERM): the record failed, the lock released too
             self._failed(plan, exc)
             raise
         finally:

@@ -141,7 +141,8 @@ def isolated_environment(home):
 def run_helm(binary, args, home, timeout):
     """Run ``binary args`` in ``home`` with :func:`isolated_environment`; returns (exit code, stdout, stderr).
 
-    On timeout the whole process group is killed and RenderError says which helm command did not finish.
+    On timeout the whole process group is killed and RenderError says which helm command did not finish; when the
+    run is stopped (errors.Interrupted) it is killed too.
     """
     args = [str(arg) for arg in args]
     try:
@@ -159,6 +160,9 @@ def run_helm(binary, args, home, timeout):
                                   subject="helm.timeout",
                                   hint="raise the plugin setting helm.timeout, or look for a template that loops"
                                   ) from None
+            except BaseException:  # the run was stopped (errors.Interrupted, KeyboardInterrupt): helm stops with it
+                _kill(proc)
+                raise
     except OSError as err:
         raise RenderError("cannot run helm %s: %s" % (binary, err.strerror or err), subject="helm.command",
                           hint=INSTALL_HINT) from None

@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every process of one ansible-playbook run, found by a marker in its environment: ansible-core's workers leave
+the process group (and session) of ansible-playbook, so a signal to that group does not reach them, and once
+ansible-playbook is gone they are no longer its children either. Linux (/proc)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+
+MARKER = "MANENT_TEST_RUN"
+
+
+def new_marker():
+    """{MARKER: a fresh value}: the environment entry that tags one run's processes."""
+    return {MARKER: uuid.uuid4().hex}
+
+
+def marked(marker):
+    """Pids of the live processes whose environment holds ``marker`` ({MARKER: value})."""
+    needle = ("%s=%s" % next(iter(marker.items()))).encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as handle:
+                environ = handle.read().split(b"\0")
+            with open("/proc/%s/stat" % entry, encoding="utf-8", errors="replace") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in environ and state != "Z":
+            out.append(int(entry))
+    return out
+
+
+def wait_gone(marker, timeout):
+    """Wait until no process of the run is left; the pids still alive after ``timeout`` seconds ([] when none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = marked(marker)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
+def kill_all(marker):
+    """SIGKILL every process of the run that is still alive."""
+    for pid in marked(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
