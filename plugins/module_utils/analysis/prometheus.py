@@ -179,7 +179,7 @@ _API_MESSAGES = {
 
 
 def _api_error(status, reason, body):
-    error = str(body.get("error") or reason or "no error text")
+    error = " ".join(str(body.get("error") or reason or "no error text").split())
     kind = str(body.get("errorType") or "")
     if not kind:
         kind = "auth" if status in (401, 403) else "http"
