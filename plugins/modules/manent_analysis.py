@@ -343,11 +343,11 @@ measurements:
   description: How many measurements were taken, of all checks.
   returned: with O(mode=analyze)
   type: int
-started:
+started_at:
   description: When the analysis started (UTC, ISO 8601).
   returned: with O(mode=analyze)
   type: str
-finished:
+finished_at:
   description: When the analysis finished (UTC, ISO 8601).
   returned: with O(mode=analyze)
   type: str

@@ -44,7 +44,7 @@ def test_a_successful_analysis_explains_itself():
     assert out["changed"] is False and out["mode"] == "analyze"
     assert out["verdict"] == "Successful" and out["reason"] == "1 of 1 enforced checks successful"
     assert out["measurements"] == 3 and len(prometheus.requests) == 3
-    assert out["started"] == "2024-12-04T10:00:00.000Z" and out["finished"] == "2024-12-04T10:03:00.000Z"
+    assert out["started_at"] == "2024-12-04T10:00:00.000Z" and out["finished_at"] == "2024-12-04T10:03:00.000Z"
     assert out["context"]["candidate_service"] == "shop-b" and out["context"]["start_epoch"] == START
     (result,) = out["checks"]
     assert result["verdict"] == "Successful" and result["condition"] == "every series <= 0.05"
@@ -233,3 +233,15 @@ def test_the_action_plugin_prints_a_line_per_measurement(monkeypatch):
     assert shown[0] == ('manent_analysis [eu1a]: errors #1 (1/3 decided): Successful: all 2 series hold, nearest '
                         '0.02 <= 0.05 (max) at {pod="p1"}')
     assert len(shown) == 3
+
+
+RESERVED = {"started", "finished", "ansible_job_id", "results_file", "results", "rc", "stdout", "stderr", "skipped",
+            "invocation", "failed", "msg", "ansible_facts"}
+
+
+def test_the_result_leaves_the_keys_ansible_reads_alone():
+    """async polling reads `started` and `finished` as numbers: a result key of that name broke async runs."""
+    out, _prometheus, _lines = run(params(), lambda _q, _at: answer("0.01"))
+    assert not RESERVED & set(out)
+    out, _prometheus, _lines = run(params(mode="preflight"), lambda _q, _at: answer("0.01"))
+    assert not RESERVED & set(out)

@@ -130,8 +130,8 @@ def analysis_dict(analysis):
     if deciding is not None:
         reason = "check %s %s: %s" % (deciding.name, deciding.verdict, check_reason(deciding))
     return {"changed": False, "mode": "analyze", "verdict": verdict, "reason": reason,
-            "measurements": analysis.measurements, "started": text.timestamp(analysis.started),
-            "finished": text.timestamp(analysis.finished), "context": context_dict(analysis.context),
+            "measurements": analysis.measurements, "started_at": text.timestamp(analysis.started),
+            "finished_at": text.timestamp(analysis.finished), "context": context_dict(analysis.context),
             "checks": [check_dict(run) for run in analysis.runs]}
 
 
