@@ -34,6 +34,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.credentials import resolve_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, ConflictError, InputError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import CONCURRENCY
@@ -130,27 +131,6 @@ class ConnectionOptions:
             host, _sep, path = rest.partition("/")
             return "https://%s:%d%s" % (host, self.port, "/" + path if path else "")
         return "https://%s:%d" % (server, self.port)
-
-
-def resolve_secret(value, what):
-    """Resolve ``file:``/``env:`` references; inline values are returned unchanged."""
-    if not value:
-        return ""
-    value = str(value)
-    if value.startswith("file:"):
-        path = os.path.expanduser(value[len("file:"):])
-        try:
-            with open(path, "r") as f:
-                return f.read().strip()
-        except OSError as exc:
-            raise InputError("cannot read %s from %s: %s" % (what, path, exc.strerror), subject="connection",
-                             hint="check the file exists and is readable by the controller user")
-    if value.startswith("env:"):
-        name = value[len("env:"):]
-        if name not in os.environ:
-            raise InputError("environment variable %s for %s is not set" % (name, what), subject="connection")
-        return os.environ[name].strip()
-    return value
 
 
 class Response:
