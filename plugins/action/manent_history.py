@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task, rollback_task
-from ansible_collections.manent.kubernetes.plugins.modules import manent_history
-from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 
 
 class ActionModule(ActionBase):
@@ -24,9 +23,6 @@ class ActionModule(ActionBase):
         if not controller_task.in_process(self):
             result.update(controller_task.run_module(self, "manent.kubernetes.manent_history", task_vars))
             return result
-        if self._task.args.get("operation") == "rollback":
-            task = rollback_task.run
-        else:
-            task = module_shim.task(manent_history.run)
-        result.update(controller_task.run(self, task_vars, "manent_history", history_task.argument_spec(), task))
+        result.update(controller_task.run(self, task_vars, "manent_history", history_task.argument_spec(),
+                                          history_task.run))
         return result

@@ -3,20 +3,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of manent_render: with a local connection (inventory hosts are API servers, the work happens on
 the controller) it renders in the controller's worker process, as manent_apply's action plugin deploys: no module
-process to start, no module payload to build, no second import of the collection and its libraries (the render
-task went from about 14 s to 1.5 s on a loaded machine, docs/performance.md). Otherwise (another connection,
-async, or no kubernetes package in the controller's Python) it runs the module as usual. Same arguments, same
-result."""
+process to start, no module payload to build, no second import of the collection and its libraries
+(docs/performance.md). Otherwise (another connection, async, or no kubernetes package in the controller's Python)
+it runs the module as usual. Same arguments, same result."""
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
-from ansible_collections.manent.kubernetes.plugins.modules import manent_render
-from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import render_task
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 
-ARGUMENT_SPEC = mc.argument_spec(mc.RELEASE_SPEC, manent_render.RENDER_SPEC)
+ARGUMENT_SPEC = render_task.argument_spec()
 
 
 class ActionModule(ActionBase):
@@ -27,6 +25,5 @@ class ActionModule(ActionBase):
         if not controller_task.in_process(self):
             result.update(controller_task.run_module(self, "manent.kubernetes.manent_render", task_vars))
             return result
-        result.update(controller_task.run(self, task_vars, "manent_render", ARGUMENT_SPEC,
-                                          module_shim.task(manent_render.run)))
+        result.update(controller_task.run(self, task_vars, "manent_render", ARGUMENT_SPEC, render_task.run))
         return result

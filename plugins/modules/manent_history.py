@@ -194,34 +194,16 @@ unlocked:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task, rollback_task
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import default_holder
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-
-
-def run(module):
-    p = module.params
-    if p["operation"] == "rollback":
-        return rollback_task.run(p, module.check_mode, module._diff)
-    key = mc.release_key(p)
-    kube, discovery = mc.open_cluster(p)
-    try:
-        store = HistoryStore(kube, p["namespace"], key, holder=default_holder())
-        out = history_task.operate(store, discovery, kube, p["operation"], module.check_mode, p["break_lock"],
-                                   convert=history_task.converter(p, discovery))
-        out.update(history_task.listing(store))
-        return out
-    finally:
-        kube.close()
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task
 
 
 def main():
     module = AnsibleModule(argument_spec=history_task.argument_spec(), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
-        mc.exit_result(module, run(module))
+        mc.exit_result(module, history_task.run(module.params, module.check_mode, module._diff))
     except ManentError as exc:
         mc.fail(module, exc)
 

@@ -267,117 +267,23 @@ in_service:
   type: dict
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import write
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_file
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.helm_migration import helm_release_exists
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import key_hash
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
-    RenderOptions, choose_traffic_slot, default_deployment_id, render)
-
-RENDER_SPEC = {
-    "artifact": {"type": "path", "required": True},
-    "artifact_sha256": {"type": "str"},
-    "allow_unverified": {"type": "bool", "default": False},
-    "version": {"type": "str", "required": True},
-    "deployment": {"type": "str"},
-    "variables": {"type": "dict", "default": {}},
-    "helm_release": {"type": "str"},
-    "helm_migrate_release": {"type": "str"},
-    "helm_values_files": {"type": "list", "elements": "str", "default": []},
-    "helm_values": {"type": "str"},
-    "helm_value": {"type": "dict", "default": {}},
-    "helm_hooks": {"type": "str", "choices": ["skip", "apply"], "default": "skip"},
-    "helm_skip_crds": {"type": "bool", "default": False},
-    "helm_command": {"type": "str", "default": "helm"},
-    "helm_sha256": {"type": "str"},
-    "helm_timeout": {"type": "str", "default": "2m"},
-    "require_image_digest": {"type": "bool", "default": False},
-    "slot": {"type": "str", "default": ""},
-    "strategy": {"type": "str", "choices": ["rolling", "traffic"], "default": "rolling"},
-    "traffic_rename": {"type": "bool", "default": True},
-    "traffic_router": {"type": "str", "choices": ["gateway-api", "istio"], "default": "gateway-api"},
-    "traffic_replicas": {"type": "str", "choices": ["manifest", "proportional"], "default": "manifest"},
-    "traffic_migrate": {"type": "bool", "default": False},
-    "bundle": {"type": "path"},
-}
-
-
-def render_options(params):
-    return RenderOptions(
-        namespace=params["namespace"], variables=params["variables"] or {},
-        helm_release=params.get("helm_release") or "", helm_values_files=params["helm_values_files"] or [],
-        helm_values=params.get("helm_values") or "", helm_value=params["helm_value"] or {},
-        helm_hooks=params["helm_hooks"], helm_skip_crds=params["helm_skip_crds"],
-        require_image_digest=params["require_image_digest"], slot=params["slot"] or "",
-        traffic_rename=params["traffic_rename"], traffic_router=params["traffic_router"],
-        traffic_proportional=params["traffic_replicas"] == "proportional",
-        artifact_sha256=params.get("artifact_sha256") or "", allow_unverified=params["allow_unverified"],
-        artifact_label=os.path.basename(params["artifact"]))
-
-
-def run(module):
-    p = module.params
-    options = render_options(p)
-    helm = HelmOptions(command=p["helm_command"], sha256=p.get("helm_sha256") or "",
-                       timeout=parse_duration(p["helm_timeout"], name="helm_timeout"))
-    kube, discovery = mc.open_cluster(p)
-    try:
-        sha = options.artifact_sha256 or (sha256_file(p["artifact"]) if os.path.exists(p["artifact"]) else "")
-        # The release in service, one read: returned (the role's checkpoint compares it across clusters, playbooks/
-        # deploy.yml renders every cluster before its first wave) and, for traffic, where the slot comes from.
-        store = HistoryStore(kube, p["namespace"], mc.release_key(p))
-        locator = store.locator()
-        in_service = store.in_service(locator or {})  # {}: nothing deployed yet, no second read
-        # A chart renders as `helm upgrade --install` would here: .Release.IsUpgrade once a release is in service,
-        # or, before manent's first deploy of a release taken over from Helm, while Helm keeps state for it.
-        options.helm_upgrade = bool(in_service) or bool(
-            p.get("helm_migrate_release") and helm_release_exists(kube, p["namespace"], p["helm_migrate_release"]))
-        if p["strategy"] == "traffic" and not options.slot:
-            options.slot, deployment = choose_traffic_slot(locator, p["version"], sha, options,
-                                                           migrate=p["traffic_migrate"],
-                                                           deployment=p.get("deployment") or "")
-        else:
-            deployment = p.get("deployment") or default_deployment_id(p["version"], sha, options)
-        release = mc.release(p, p["version"], deployment)
-        major, minor, git_version = discovery.version()  # kept with the cached kinds (discovery.py)
-        bundle = render(p["artifact"], release, options, discovery, (major, minor, git_version), helm_options=helm,
-                        cluster_url=kube.url)
-    finally:
-        kube.close()
-    if not bundle.artifact.get("sha256"):
-        bundle.artifact["sha256"] = sha
-    path = p.get("bundle") or os.path.join(
-        mc.work_dir(p), "bundles", "%s-%s-%s.json" % (
-            _safe(kube.url), key_hash(release.key), _safe(release.version)))
-    write(bundle, path)
-    summary = bundle.summary()
-    for w in bundle.warnings:
-        module.warn(w)
-    return dict(changed=False, bundle=path, deployment=deployment, slot=bundle.slot, objects=summary["objects"],
-                kinds=summary["kinds"], hooks_skipped=bundle.hooks_skipped, warnings_list=bundle.warnings,
-                deprecated_apis=bundle.deprecations, cluster_version=git_version, in_service=in_service)
-
-
-def _safe(text):
-    return "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in text.replace("https://", ""))[:80]
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import render_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, RENDER_SPEC), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=render_task.argument_spec(), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
-        mc.exit_result(module, run(module))
+        result = render_task.run(module.params, module.check_mode, module._diff)
     except ManentError as exc:
         mc.fail(module, exc)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
+    mc.exit_result(module, result)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import yaml
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiconvert, apiversions
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import rollback_task
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import status
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
@@ -429,7 +428,7 @@ def test_every_removed_kind_rollback_converts_in_memory(cluster, namespace, tmp_
                   ca_file=cluster.ca_file, application=key.application, environment=key.environment,
                   namespace=namespace, operation="rollback", wait_timeout="120s", api_mappings=str(mappings),
                   drop_removed=True, restore_cluster_scoped=True)  # a record written before anchors existed
-    back = rollback_task.run(params, check_mode=False, diff=False)
+    back = history_task.rollback(params, check_mode=False, diff=False)
 
     assert back["status"] == "rolled-back" and back["in_service"]["version"] == "1.0.0", back
     warned = " ".join(back["warnings"])

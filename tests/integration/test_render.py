@@ -243,7 +243,7 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
     from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
     from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
-    from ansible_collections.manent.kubernetes.plugins.modules import manent_render
+    from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import render_task
 
     sent = []
     real = Kube.request
@@ -255,9 +255,9 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     monkeypatch.setattr(Kube, "request", counted)
     path, sha = write(tmp_path, [DEPLOY, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}])
 
-    class Task:  # what manent_render.run reads of its AnsibleModule
+    class Task:  # the task parameters
         params = {name: spec.get("default") for name, spec in mc.argument_spec(
-            mc.RELEASE_SPEC, manent_render.RENDER_SPEC).items()}
+            mc.RELEASE_SPEC, render_task.RENDER_SPEC).items()}
         params.update(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
                       ca_file=cluster.ca_file, application="shop", environment="prod", namespace="shop-prod",
                       artifact=path, artifact_sha256=sha, version="1.0.0", work_dir=str(tmp_path / "work"))
@@ -266,12 +266,12 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
         def warn(self, text):
             self.warnings.append(text)
 
-    first = manent_render.run(Task())
+    first = render_task.run(Task.params)
     assert ("GET", "/version") in sent and any(p in ("/api", "/apis") for _m, p in sent), sent
     locator = "/api/v1/namespaces/shop-prod/configmaps/" + hc.locator_name(mc.release_key(Task.params))
     assert ("GET", locator) in sent, sent
     sent.clear()
-    second = manent_render.run(Task())
+    second = render_task.run(Task.params)
     assert sent == [("GET", locator)]  # kinds and version from the discovery cache; only the release in service
     assert second["objects"] == first["objects"] == 2 and second["cluster_version"] == first["cluster_version"]
     assert first["in_service"] is None and second["in_service"] is None  # nothing deployed yet

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/plugin_utils/controller_task.py, the path every manent task takes on the controller (local connection):
 argument validation, failures carrying their partial result, and the insecure-TLS warning, which a task gets once,
-whether it succeeded or failed, and whether it is a module run through the shim (manent_render, manent_history) or
-a task of its own (manent_apply, manent_traffic). The role relies on it: it has no warning task of its own."""
+whether it succeeded or failed, and whether or not its failure carries a partial result. The role relies on it: it
+has no warning task of its own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import types
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, module_shim
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 
 SPEC = {"api_server": {"type": "str", "required": True},
         "insecure_skip_tls_verify": {"type": "bool", "default": False},
@@ -41,11 +41,11 @@ def _task(params, _check_mode, _diff, _on_progress):
     return {"changed": False, "warnings": ["an engine warning"]}
 
 
-def _module_run(module):
-    if module.params["fail"]:
+def _plain_task(params, _check_mode, _diff, _on_progress):
+    """A task whose failure carries no partial result (a history read)."""
+    if params["fail"]:
         raise ManentError("the history read failed")
-    module.warn("a module warning")
-    return {"changed": False}
+    return {"changed": False, "warnings": ["a task warning"]}
 
 
 def _insecure(result):
@@ -64,17 +64,17 @@ def test_a_task_with_tls_verification_off_warns_once_on_success_and_on_failure()
     assert result["applied"] == 1 and result["changed"] is True and result["msg"] == "the apply failed"
 
 
-def test_a_module_run_through_the_shim_warns_once_too():
+def test_a_task_without_partial_result_warns_once_too():
     for fail in (False, True):
         result = controller_task.run(_action(api_server=SERVER, insecure_skip_tls_verify=True, fail=fail), {},
-                                     "manent_history", SPEC, module_shim.task(_module_run))
+                                     "manent_history", SPEC, _plain_task)
         assert bool(result.get("failed")) is fail, result
         assert _insecure(result) == [mc.INSECURE_WARNING % SERVER], result
-        assert ("a module warning" in result["warnings"]) is not fail
+        assert ("a task warning" in result["warnings"]) is not fail
 
 
 def test_no_warning_when_tls_is_verified():
-    for task in (_task, module_shim.task(_module_run)):
+    for task in (_task, _plain_task):
         for fail in (False, True):
             result = controller_task.run(_action(api_server=SERVER, fail=fail), {}, "manent_apply", SPEC, task)
             assert not _insecure(result), result

@@ -2,19 +2,26 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The manent_history task: its argument spec, how its parameters become DeployOptions (in one place), and
-the operations that read or repair history (list, audit, rewrite, unlock)."""
+the operations that read or repair history (list, audit, rewrite, unlock), and rollback.
+
+Used by the module (``plugins/modules/manent_history.py``) and by its action plugin."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apiconvert import Converter
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apimappings import load_mappings
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import DeployOptions
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import rollback as engine_rollback
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions, default_holder
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.audit import audit
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.rewrite import rewrite_locked
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 
 HISTORY_SPEC = {
     "operation": {"type": "str", "choices": ["list", "rollback", "audit", "rewrite", "unlock"], "default": "list"},
@@ -32,6 +39,39 @@ HISTORY_SPEC = {
 
 def argument_spec():
     return mc.argument_spec(mc.RELEASE_SPEC, HISTORY_SPEC)
+
+
+def run(params, check_mode=False, diff=False, on_progress=None):
+    """One operation of the task on the release key of ``params``; its result (raises ManentError)."""
+    if params["operation"] == "rollback":
+        return rollback(params, check_mode, diff, on_progress=on_progress)
+    kube, discovery = mc.open_cluster(params)
+    try:
+        store = HistoryStore(kube, params["namespace"], mc.release_key(params), holder=default_holder())
+        out = operate(store, discovery, kube, params["operation"], check_mode, params["break_lock"],
+                      convert=converter(params, discovery))
+        out.update(listing(store))
+        return out
+    finally:
+        kube.close()
+
+
+def rollback(params, check_mode, diff, on_progress=None):
+    """Roll the release key of ``params`` back (engine/rollback.py); the result: the DeployResult, the per-object
+    diffs in diff mode, then the release in service and the records. Raises ManentError."""
+    options = dataclasses.replace(deploy_options(params, check_mode, diff), on_progress=on_progress)
+    key = mc.release_key(params)
+    kube, discovery = mc.open_cluster(params)
+    try:
+        deployer = Deployer(kube, discovery, options)
+        result = engine_rollback.rollback(deployer, params["namespace"], key, to_version=params.get("rollback_to"),
+                                          converter=converter(params, discovery),
+                                          restore_cluster_scoped=bool(params.get("restore_cluster_scoped")))
+        out = apply_task.result_dict(result, diff)
+        out.update(listing(deployer.store(params["namespace"], key)))
+        return out
+    finally:
+        kube.close()
 
 
 def deploy_options(params, check_mode, diff):
