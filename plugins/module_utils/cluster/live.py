@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import CONCURRENCY, concurrently
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, ManentError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.pages import list_items
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, name_of, namespace_of, ref
 
 # metadata only (no Secret data, no history payloads); a server without it answers plain JSON, also fine
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 LIST_FROM = 4  # objects of one kind in one namespace from which read_live LISTs instead of GETting each
-LIST_PAGE = 500
 
 
 class LiveReader:
@@ -97,18 +97,9 @@ class LiveReader:
 
     def _pages(self, first, selector="", accept="application/json"):
         """The items of the paged LIST of ``first``'s kind in its namespace (``selector``: label selector)."""
-        path = self.path(first, with_name=False)
         subject = "/".join(p for p in (first["kind"], namespace_of(first)) if p)
-        query = {"limit": str(LIST_PAGE)}
-        if selector:
-            query["labelSelector"] = selector
-        while True:
-            page = self.kube.request("GET", path, query=query, accept=accept, subject=subject).data or {}
-            yield from page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
-            query["continue"] = token
+        return list_items(self.kube, self.path(first, with_name=False), {"labelSelector": selector or None},
+                          subject=subject, accept=accept)
 
     def _list_full(self, members):
         by_name = {name_of(obj): key_of(obj) for obj in members}

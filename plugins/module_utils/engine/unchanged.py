@@ -33,13 +33,13 @@ import base64
 import hashlib
 import json
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.pages import list_items
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import FIELD_MANAGER, owner_of
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import concurrently
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, metadata, namespace_of
 
-LIST_PAGE = 500
 _IDENTITY = ("apiVersion", "kind")
 _META_IDENTITY = ("name", "namespace")
 _SECRET_VALUES = ("data", "stringData")
@@ -155,21 +155,13 @@ class UnchangedFinder:
         return (out, listed) if with_listed else out
 
     def _list(self, first, selector):
-        path = self.reader.path(first, with_name=False)
         subject = "/".join(p for p in (first["kind"], namespace_of(first)) if p)
-        query = {"limit": str(LIST_PAGE), "labelSelector": selector}
-        secret = is_secret(first)
-        items = []
-        while True:
-            page = self.reader.kube.request("GET", path, query=query, subject=subject).data or {}
-            for item in page.get("items") or []:
-                if secret:
-                    digest_values(item)
-                items.append(item)
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
-            query["continue"] = token
+        items = list(list_items(self.reader.kube, self.reader.path(first, with_name=False),
+                                {"labelSelector": selector}, subject=subject))
+        if is_secret(first):
+            for item in items:
+                digest_values(item)
+        return items
 
 
 class Snapshot:
