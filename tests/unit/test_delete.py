@@ -40,7 +40,7 @@ class FakeKube:
         self.calls = []
         self.missing = missing
 
-    def request(self, method, path, query=None, subject=None, body=None):
+    def request(self, method, path, query=None, subject=None, body=None, content_type=None):
         self.calls.append((method, path, query, body))
         if self.missing:
             raise NotFoundError("not found", status=404, subject=subject)

@@ -44,11 +44,11 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
     ApiError, ApplyError, ConflictError, ManentError, NotFoundError, group_failures)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import FIELD_MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import CONCURRENCY
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import UnchangedFinder
 
-APPLY_PATCH = "application/apply-patch+yaml"
 _READ = object()  # apply_one: read the live object itself
 _CONFLICT = re.compile(r'conflict with "([^"]+)"')
 _NOT_IN_SCHEMA = "field not declared in schema"
@@ -154,11 +154,8 @@ class Applier:
     # ------------------------------------------------------------------ one object
 
     def _patch(self, obj, force, dry_run=False):
-        query = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
-        if self.options.dry_run or dry_run:
-            query["dryRun"] = "All"
-        return self.kube.request("PATCH", self.reader.path(obj), query=query, body=obj, content_type=APPLY_PATCH,
-                                 subject=ref(obj))
+        return writes.apply(self.kube, self.reader.path(obj), obj, ref(obj), FIELD_MANAGER, force=force,
+                            dry_run=self.options.dry_run or dry_run)
 
     def _apply(self, obj):
         """Apply; on a field-manager conflict report (or refuse) the takeover. Returns (response, takeovers).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiversions, lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref, split_api_version
@@ -45,15 +46,9 @@ class Deleter:
         ``propagation`` defaults to the object's own; ``wait`` waits until it is gone (or replaced by a new
         object), not in check mode."""
         policy = propagation or lifecycle.delete_propagation(obj)
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy}
-        query = {"propagationPolicy": policy}
-        if uid:
-            body["preconditions"] = {"uid": uid}
-        if self.options.dry_run:
-            body["dryRun"] = ["All"]
-            query["dryRun"] = "All"
         try:
-            self.kube.request("DELETE", self.reader.path(obj), query=query, subject=ref(obj), body=body)
+            writes.delete(self.kube, self.reader.path(obj), ref(obj), propagation=policy, uid=uid,
+                          dry_run=self.options.dry_run)
         except NotFoundError:
             return False
         if wait and not self.options.dry_run:
