@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import prune, rollback
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import Bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import _check_traffic_release, _same_release
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.plan import check_traffic_release, same_release
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import choose_slot
@@ -63,7 +63,7 @@ def bundle(version, deployment, slot=""):
      bundle("1.1.0", "d2", slot="b"), False),
 ])
 def test_a_deploy_is_a_noop_only_for_the_same_version_and_deploy_id(current, located, candidate, expected):
-    assert _same_release(current, located, candidate) is expected
+    assert same_release(current, located, candidate) is expected
 
 
 STABLE_A = {"version": "1.0.0", "deployment": "d1", "slot": "a"}
@@ -79,10 +79,10 @@ STABLE_A = {"version": "1.0.0", "deployment": "d1", "slot": "a"}
 ])
 def test_a_candidate_that_receives_traffic_is_not_replaced_by_another_version(located, candidate, refused):
     if not refused:
-        _check_traffic_release(candidate, STABLE_A, located)
+        check_traffic_release(candidate, STABLE_A, located)
         return
     with pytest.raises(InputError) as exc:
-        _check_traffic_release(candidate, STABLE_A, located)
+        check_traffic_release(candidate, STABLE_A, located)
     assert refused in str(exc.value) and "abort the candidate first" in str(exc.value)
 
 
@@ -99,12 +99,12 @@ def test_a_candidate_that_receives_traffic_is_not_replaced_by_another_version(lo
 ])
 def test_a_traffic_release_needs_its_own_version_and_the_slot_not_in_service(current, candidate, refused):
     """Checked for every deploy that is not a rerun of the release in service (same version and deploy id, which
-    _same_release finds first and which applies nothing in its slot)."""
+    same_release finds first and which applies nothing in its slot)."""
     if not refused:
-        _check_traffic_release(candidate, current)
+        check_traffic_release(candidate, current)
         return
     with pytest.raises(InputError) as exc:
-        _check_traffic_release(candidate, current)
+        check_traffic_release(candidate, current)
     assert refused in str(exc.value) and "nothing was written" in str(exc.value)
 
 

@@ -267,8 +267,8 @@ def choose_slot(locator, migrate=False, version="", deployment_in=None):
     A release in service that is not slotted (deployed with the rolling strategy) is only replaced by a
     first traffic release when ``migrate`` is set: its un-suffixed objects keep serving until the route moves.
     A rerun of the release in service (``version``, and ``deployment_in(slot)``, its deploy id when rendered for
-    ``slot``, equal to the locator's) stays in its own slot: deploy.py then changes nothing. Another ``version``
-    does not replace a candidate that receives traffic (refuse_replacing_a_live_candidate; deploy.py checks
+    ``slot``, equal to the locator's) stays in its own slot: the deploy then changes nothing. Another ``version``
+    does not replace a candidate that receives traffic (refuse_replacing_a_live_candidate; engine/plan.py checks
     it again under the lock).
     """
     locator = locator or {}

@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The writes of one deploy, in order: Namespaces, a dry run of everything that will be written, the release saved
+in history under the lock, the stages (pre, main with the rollout wait, post), prune, the release marked in service
+and history trimmed (:class:`Writer`). A failure after the record was saved marks it failed; the lock is released
+whatever happens."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, Interrupted, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import MANAGED_BY, MANAGER
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import stages
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import change_warnings
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.plan import ROLLBACK, INSTALL, crd_kinds
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import pods_of, wait_for
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import TIER_NAMESPACES, tier_of
+
+
+class Writer:
+    """Writes planned deploys with the connection, applier, deleter and options of one Deployer (engine/deploy.py)."""
+
+    def __init__(self, deployer):
+        self.kube, self.discovery, self.options = deployer.kube, deployer.discovery, deployer.options
+        self.reader, self.applier, self.deleter = deployer.reader, deployer.applier, deployer.deleter
+        self.apply_group, self.prune = deployer.apply_group, deployer.prune
+
+    def write(self, plan):
+        result, timings = plan.result, {"apply": 0.0, "wait": 0.0}
+        try:
+            timed(timings, "apply", self._open_release, plan)
+            self._run_stages(plan, timings)
+            t = time.monotonic()
+            if self.options.prune:
+                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key, result)
+            timings["prune"] = time.monotonic() - t
+            self._finish_history(plan)
+            result.status = "deployed" if plan.phase != ROLLBACK else "rolled-back"
+        except (ManentError, Interrupted) as exc:  # stopped (SIGTERM): the record failed, the lock released too
+            self._failed(plan, exc)
+            raise
+        finally:
+            self._close(plan, timings)
+        return result
+
+    def _open_release(self, plan):
+        """Namespaces (of every stage), then the record saved in history (under the lock)."""
+        bundle, store, changes = plan.bundle, plan.store, plan.result.changes
+        ns_objects = [o for o in plan.selected if tier_of(o) == TIER_NAMESPACES]
+        if plan.create_ns:
+            ns_objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": bundle.namespace, "labels": {MANAGED_BY: MANAGER}}})
+        self.applier.apply_tier(ns_objects, changes)
+        # every object that will be written, dry-run at once: a refusal stops the deploy before history or any
+        # other object is written (a half-applied upgrade is what a failed deploy must not leave)
+        others = [o for o in plan.selected if tier_of(o) != TIER_NAMESPACES]
+        unverifiable = crd_kinds(plan.selected) | {(o.get("apiVersion"), o.get("kind")) for o in others
+                                                    if not self.discovery.served(o.get("apiVersion"), o.get("kind"))}
+        self.applier.verify(others, unverifiable=unverifiable)
+        if not plan.noop:
+            locked = store.acquire(break_lock=self.options.break_lock)
+            plan.locked = True
+            check_unchanged_since_plan(plan, locked)
+            # Under the lock: which records of the earlier format need their Secrets moved (one LIST) is read
+            # while the new record is written. The record of this version, which save_record rewrites in the
+            # current format when it existed, is left out of the move. Not live.together: the record must count as
+            # saved (for the failure handling) as soon as save_record returns, even if the listing then fails.
+            # The version in service deployed again: its record keeps the objects, deploy id and status of what is
+            # in service (a rollback to this version, or a failure, must find them), and lists the objects the
+            # redeploy adds, which a failure would leave (prunable); the record takes this deploy once it succeeded.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending = pool.submit(store.migration_pending)
+                if plan.redeploy:
+                    if store.note_strays(bundle.release, bundle.objects):
+                        plan.strays_noted = True
+                        plan.result.history["written"] = True
+                else:
+                    store.save_record(bundle.release, bundle.objects, plan.meta)
+                    plan.saved = True
+                    plan.result.history["written"] = True
+                store.migrate(pending.result(), skip={plan.result.record})
+
+    def _run_stages(self, plan, timings):
+        """The stages in order (stages.py); the main rollout is waited for when a post stage follows it."""
+        result = plan.result
+        post = any(stage.when == stages.POST for stage in plan.stages)
+        for stage in plan.stages:
+            wait = self.options.wait or (stage.when == stages.MAIN and post)
+            result.stages.append(stage.summary("running"))
+            try:
+                result.waited.extend(stages.run(
+                    stage, lambda objs: timed(timings, "apply", self.apply_group, objs, result.changes),
+                    lambda objs, when=stage.when: timed(timings, "wait", self._wait, objs, when),
+                    self.deleter, result.changes, wait=wait))
+            except ManentError:
+                result.stages[-1]["status"] = "failed"
+                raise
+            result.stages[-1]["status"] = "done"
+
+    def _wait(self, objects, when=stages.MAIN):
+        """Wait for the objects of a stage group that stages.waited_in selects; the pods of running Jobs are
+        remembered, so that a failed Job is explained even when its pods are gone."""
+        self.applier.forget_snapshot()  # the objects applied after this wait are read again
+        # each round reads all objects together: one LIST per kind and namespace (LiveReader.read_many)
+        witness = stages.PodWitness(self.reader.get, lambda obj: pods_of(self.kube, obj), self.reader.read_many)
+        return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=self.options.wait_timeout,
+                        on_progress=self.options.on_progress, select=lambda obj: stages.waited_in(obj, when),
+                        fetch_many=witness.fetch_many)
+
+    def _finish_history(self, plan):
+        """The release in service (or, for traffic, the candidate: in service only after manent_traffic
+        promote), history trimmed, Helm's release Secrets deleted on a migrating install."""
+        if plan.noop:
+            return
+        store, bundle, history = plan.store, plan.bundle, plan.result.history
+        if bundle.slot:
+            store.set_candidate(bundle.release, bundle.slot)
+            history["candidate"] = bundle.slot
+        else:
+            if plan.redeploy:  # its rollout succeeded: the record in service now holds this deploy
+                store.save_record(bundle.release, bundle.objects, plan.meta)
+                history["written"] = True
+            store.promote(bundle.release, plan.replaced)
+        history["deleted"] = store.cleanup(self.options.keep_releases)
+        if self.options.helm_migrate_release and plan.phase == INSTALL:
+            history["helm_secrets_deleted"] = store.delete_helm_release_secrets(self.options.helm_migrate_release)
+
+    def _failed(self, plan, exc):
+        result = plan.result
+        if plan.redeploy and plan.locked:
+            result.warnings.append(
+                "version %s stays in service as deploy %s: its record was not replaced by this failed redeploy "
+                "(deploy %s)%s" % (plan.bundle.release.version, (plan.located or {}).get("deployment") or "-",
+                                   plan.bundle.release.deployment or "-",
+                                   "; the objects it added are listed there, for the next deploy to prune"
+                                   if plan.strays_noted else ""))
+        if plan.saved:
+            version = plan.bundle.release.version
+            try:
+                plan.store.mark(version, "failed")
+            except ManentError as mark_exc:  # keep the original error; say history may need a look
+                result.warnings.append("could not mark release %s failed: %s" % (version, mark_exc))
+        result.status = "failed"
+        exc.partial = result
+
+    def _close(self, plan, timings):
+        result = plan.result
+        if plan.locked:
+            try:
+                plan.store.release_lock()
+            except ManentError as exc:
+                result.warnings.append("could not release the history lock: %s" % exc)
+        timings["total"] = time.monotonic() - plan.started
+        result.timings = timings
+        result.warnings.extend(change_warnings(result.changes))
+        result.warnings.extend(plan.store.notes)
+
+
+def timed(timings, name, work, *args):
+    """``work(*args)``, its seconds added to ``timings[name]``."""
+    started = time.monotonic()
+    try:
+        return work(*args)
+    finally:
+        timings[name] = timings.get(name, 0.0) + time.monotonic() - started
+
+
+# What a deploy decides from the locator (what it replaces and may prune, its slot rules); the lock fields and
+# timestamps are not among them.
+PLANNED_FIELDS = ("version", "deployment", "slot", "candidate", "candidateDeployment", "candidateSlot", "weight")
+
+
+def check_unchanged_since_plan(plan, locked):
+    """The locator was read before the lock (with the other reads, in one round trip); once the lock is held,
+    another deploy may have put a release in service meanwhile. What this deploy replaces and may prune was
+    decided from the earlier read, so it stops (HistoryError, before the record or any object but the Namespaces
+    is written) rather than record the wrong predecessor or leave the other release's objects unpruned."""
+    def fields(data):
+        return {name: str((data or {}).get(name) or "") for name in PLANNED_FIELDS}
+
+    before, now = fields(plan.located), fields(locked)
+    if before != now:
+        changed = ", ".join("%s %s -> %s" % (name, before[name] or "-", now[name] or "-")
+                            for name in PLANNED_FIELDS if before[name] != now[name])
+        raise HistoryError("another deploy changed the release in service while this one prepared (%s)" % changed,
+                           subject="release %s" % plan.bundle.release.version,
+                           hint="run it again: it plans from the release now in service; nothing but the "
+                                "Namespaces was written")
