@@ -18,10 +18,11 @@ Before a deploy's first write (after its Namespaces), every object it will write
 each tier is also dry-run first: a conflict (or any other refusal) of one object fails the tier before any of its
 objects is written.
 
-Objects equal to the stored copy of the release in service (``Applier.use_baseline``) whose live copy still holds
+Objects equal to the stored copy of the release in service (``Known.use_baseline``) whose live copy still holds
 every desired value, owned by ``manent``, are reported ``unchanged`` without a PATCH: unchanged.py decides, from
-one LIST per kind and namespace (read for all tiers at once before the deploy's first write, ``take_snapshot``,
-and per tier again once something was written); anything uncertain is applied.
+one LIST per kind and namespace (read for all tiers at once before the deploy's first write, ``Known.take_snapshot``,
+and per tier again once something was written); anything uncertain is applied. What is known of the live copies
+is known.py's.
 
 Reading live objects is live.py's job, deleting delete.py's, the CRD wait crds.py's; the change set
 entries are changeset.py's.
@@ -47,12 +48,11 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import UnchangedFinder
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.known import RECREATING, Known
 
 _READ = object()  # apply_one: read the live object itself
 _CONFLICT = re.compile(r'conflict with "([^"]+)"')
 _NOT_IN_SCHEMA = "field not declared in schema"
-_RECREATING = frozenset((lifecycle.BEFORE_CREATION, lifecycle.BEFORE_CREATION_IF_IMMUTABLE))
 # Dry-run refusals that say nothing about the object: an admission webhook with side effects cannot run in a dry run
 # (the real apply calls it).
 _UNTOLD = ("does not support dry run",)
@@ -86,70 +86,8 @@ class Applier:
         self.reader = reader or LiveReader(kube, discovery, self.options.concurrency)
         self.deleter = deleter or Deleter(kube, discovery, self.reader, DeleteOptions(
             dry_run=self.options.dry_run, timeout=self.options.delete_timeout))
-        self._finder = None
-        # live copies of the candidates, read at once before the deploy's first write (take_snapshot); None once
-        # it wrote
-        self.snapshot = None
-        # (absent keys, listed keys) of the objects that are not candidates, listed at once before the first
-        # write (list_absent); None: each tier lists its own
-        self._existence = None
-        # (snapshot, unchanged keys, {key: live}, keys asked) of the last _find made from a snapshot: verify asks for
-        # every object of the deploy, then each tier for its own, from the same snapshot until something is written
-        self._found = None
-
-    def use_baseline(self, objects):
-        """``objects``: the stored objects of the release in service (the deploy gives them). Objects equal to them
-        whose live copy still holds them are reported unchanged without a PATCH (unchanged.py); None or empty:
-        every object is applied."""
-        self._finder = UnchangedFinder(self.reader, objects) if objects else None
-
-    def candidates(self, objects):
-        """The objects among ``objects`` that may be unchanged (UnchangedFinder.candidates); [] without a baseline.
-        A deploy asks once before its first read and hands the answer to take_snapshot and list_absent (the pass
-        compares every object with its stored copy)."""
-        return self._finder.candidates(objects) if self._finder else []
-
-    def take_snapshot(self, candidates):
-        """Read the live copies of ``candidates`` (from :meth:`candidates`) now, for the tiers to decide from until
-        the first write or wait (unchanged.py); the snapshot, or None without a baseline."""
-        self.snapshot = self._finder.snapshot(candidates) if self._finder else None
-        return self.snapshot
-
-    def forget_snapshot(self):
-        """From now on each tier lists its candidates again (something was written or waited for)."""
-        self.snapshot = None
-        self._found = None
-
-    def _find(self, objects):
-        """UnchangedFinder.find for ``objects`` (unchanged keys, {key: live} of the others read); answered from the
-        last call when it asked for all of them from the same snapshot."""
-        if not self._finder:
-            return set(), {}
-        keys = {key_of(o) for o in objects}
-        found = self._found
-        if found is not None and self.snapshot is not None and found[0] is self.snapshot and keys <= found[3]:
-            return found[1] & keys, {k: v for k, v in found[2].items() if k in keys}
-        same, known = self._finder.find(objects, self.snapshot)
-        if self.snapshot is not None:
-            self._found = (self.snapshot, same, known, keys)
-        return same, dict(known)
-
-    def list_absent(self, objects, candidates):
-        """Learn now, for every tier at once, which of ``objects`` that cannot be unchanged (not candidates of
-        the baseline) do not exist: one metadata-only LIST per kind and namespace (LiveReader.existence), all
-        sent together, instead of one LIST per tier between tiers. Their tiers then apply the absent ones without
-        reading each; those listed present are read just before their apply, as before. The answer of each
-        apply still says whether it created the object (201), so an object that someone else created after this
-        LIST is reported configured, not created. Objects a delete policy may recreate are left to their tier,
-        which reads them just before (it must delete one that exists). Kinds not served yet are left too.
-        ``candidates``: what :meth:`candidates` answered for (at least) ``objects``."""
-        skip = {key_of(o) for o in candidates}
-        wanted = [o for o in objects if key_of(o) not in skip and not _RECREATING & lifecycle.delete_policies(o)]
-        self._existence = self.reader.existence(wanted)
-
-    def forget_absent(self):
-        """Each tier lists which of its objects exist again (the end of a deploy)."""
-        self._existence = None
+        # what is known of the live copies before writing: unchanged objects, absent ones (known.py)
+        self.known = Known(self.reader)
 
     # ------------------------------------------------------------------ one object
 
@@ -260,19 +198,19 @@ class Applier:
             return
         started = time.monotonic()
         if any(c.action not in (UNCHANGED, SKIPPED) for c in changes):
-            self.forget_snapshot()  # something was created, changed or deleted since the snapshot
-        same, known = self._find(objects)
+            self.known.forget_snapshot()  # something was created, changed or deleted since the snapshot
+        same, known = self.known.find(objects)
         seconds = time.monotonic() - started
         pending = [o for o in objects if key_of(o) not in same]
         if pending and not self.options.dry_run:
-            self.forget_snapshot()  # this tier writes: the next tiers read what the cluster holds then
+            self.known.forget_snapshot()  # this tier writes: the next tiers read what the cluster holds then
         if pending and not self.options.force and not self.options.dry_run:
             self.preflight(pending)
         # the others are read before their apply, except those one LIST per kind and namespace shows absent
         # (listed for all tiers before the first write, list_absent, else now for this tier)
         unknown = [o for o in pending if key_of(o) not in known]
-        if self._existence is not None:
-            absent, listed = self._existence
+        if self.known.existence is not None:
+            absent, listed = self.known.existence
             for key in absent.intersection(key_of(o) for o in unknown):
                 known[key] = None
             unknown = [o for o in unknown if key_of(o) not in listed]
@@ -327,21 +265,21 @@ class Applier:
         or only new objects: nothing running can be disturbed, and each would cost a second request), as the LISTs
         before the first write tell (list_absent, and here one LIST per kind and namespace for the objects it did
         not list)."""
-        same, _known = self._find(objects)
+        same, _known = self.known.find(objects)
         wanted = [o for o in objects if key_of(o) not in same and (o.get("apiVersion"), o.get("kind")) not in
                   unverifiable and o.get("kind") != "Pod" and lifecycle.BEFORE_CREATION not in
                   lifecycle.delete_policies(o)]
-        absent, listed = self._existence if self._existence is not None else (set(), set())
-        seen = self.snapshot.live if self.snapshot is not None else {}  # live copies of the baseline's objects
+        absent, listed = self.known.existence if self.known.existence is not None else (set(), set())
+        seen = self.known.snapshot.live if self.known.snapshot is not None else {}  # live copies of the baseline's objects
         if not any(seen.get(key_of(o)) is not None or (key_of(o) in listed and key_of(o) not in absent)
                    for o in wanted):
             # none is known to exist: one metadata-only LIST per kind and namespace of those not listed yet tells
             # whether any does; their tiers then need not read the absent ones (as list_absent)
-            unknown = [o for o in wanted if key_of(o) not in listed and not _RECREATING & lifecycle.delete_policies(o)]
+            unknown = [o for o in wanted if key_of(o) not in listed and not RECREATING & lifecycle.delete_policies(o)]
             if unknown:
                 more_absent, more_listed = self.reader.existence(unknown, list_from=1)
                 absent, listed = absent | more_absent, listed | more_listed
-                self._existence = (absent, listed)
+                self.known.existence = (absent, listed)
             if all(key_of(o) in absent for o in wanted):
                 return 0
         _results, errors = self._each(wanted, lambda obj: self._check_one(obj, force=self.options.force))

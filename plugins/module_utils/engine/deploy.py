@@ -107,8 +107,8 @@ class Deployer:
                 return DryRun(self).run(plan)
             return Writer(self).write(plan)
         finally:
-            self.applier.forget_snapshot()
-            self.applier.forget_absent()
+            self.applier.known.forget_snapshot()
+            self.applier.known.forget_absent()
 
     def apply_group(self, objects, changes):
         """One weight group of a stage, tier by tier (Namespaces were applied first); CRDs until Established."""

@@ -89,7 +89,7 @@ class Planner:
         if bundle.slot:  # a candidate's deploy never prunes the stable slot's (or an un-slotted release's) workloads
             previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(bundle.objects, previous_objects)
-        self.applier.use_baseline(previous_objects)  # objects equal to these may need no apply (unchanged.py)
+        self.applier.known.use_baseline(previous_objects)  # objects equal to these may need no apply (unchanged.py)
         # A rerun of the release in service writes no history, unless it rendered objects differently from their
         # stored copies: those are applied again, and the record must hold what is live, or a rollback to this
         # version would restore the first rendering.
@@ -132,7 +132,7 @@ class Planner:
         """The checks before any write, in check mode too. All three only read (LISTs, access reviews), so they are
         sent together; an object of another release is reported before a missing permission. The third learns
         which objects do not exist yet, for every tier at once (Applier.list_absent)."""
-        candidates = self.applier.candidates(plan.selected)  # objects that may be unchanged, decided once
+        candidates = self.applier.known.candidates(plan.selected)  # objects that may be unchanged, decided once
         together(lambda: self._check_owners(plan, candidates), lambda: self._check_access(plan),
                  lambda: self._list_absent(plan, candidates))
 
@@ -151,7 +151,7 @@ class Planner:
         listed with this release's labels, and the tiers decide from them until the first write."""
         result, key = plan.result, plan.bundle.release.key
         try:
-            snapshot = self.applier.take_snapshot(candidates)
+            snapshot = self.applier.known.take_snapshot(candidates)
             result.adopted = owners.check(self.reader, plan.selected, key, adopt=self.options.adopt,
                                           rollback=plan.phase == ROLLBACK, known=snapshot.live if snapshot else None)
         except ManentError as exc:
@@ -162,7 +162,7 @@ class Planner:
 
     def _list_absent(self, plan, candidates):
         """Which objects of the tiers after the Namespaces do not exist yet (Applier.list_absent)."""
-        self.applier.list_absent([o for o in plan.selected if tier_of(o) != TIER_NAMESPACES], candidates)
+        self.applier.known.list_absent([o for o in plan.selected if tier_of(o) != TIER_NAMESPACES], candidates)
 
 
 def crd_kinds(objects):

@@ -103,7 +103,7 @@ class Writer:
     def _wait(self, objects, when=stages.MAIN):
         """Wait for the objects of a stage group that stages.waited_in selects; the pods of running Jobs are
         remembered, so that a failed Job is explained even when its pods are gone."""
-        self.applier.forget_snapshot()  # the objects applied after this wait are read again
+        self.applier.known.forget_snapshot()  # the objects applied after this wait are read again
         # each round reads all objects together: one LIST per kind and namespace (LiveReader.read_many)
         witness = stages.PodWitness(self.reader.get, lambda obj: pods_of(self.kube, obj), self.reader.read_many)
         return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=self.options.wait_timeout,
