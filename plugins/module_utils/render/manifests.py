@@ -323,13 +323,8 @@ def _plain_root(loader, max_alias_nodes, tags):
     """(object, start mark, end mark) of one document's root, from its events; None for an empty document.
     ``tags``: the cache of :func:`_plain_scalar`."""
     event = loader.get_event()
-    if isinstance(event, yaml.ScalarEvent):
-        if event.anchor is not None or event.tag not in (None, "!") or \
-                loader.resolve(yaml.ScalarNode, event.value, event.implicit) != "tag:yaml.org,2002:null":
-            raise _NotPlain()
+    if _empty_document(loader, event):
         return None, event.start_mark, event.end_mark
-    if not isinstance(event, yaml.MappingStartEvent):
-        raise _NotPlain()
     start = event.start_mark
     root = {}
     # per open mapping or list: [value, size in nodes, anchor, key waiting for its value (a 1-tuple) or None]
@@ -365,13 +360,8 @@ def _plain_root(loader, max_alias_nodes, tags):
             stack[-1][1] += size
             continue
         else:  # an alias: a copy of its anchor's closed value
-            found = anchors.get(event.anchor)
-            if found is None:
-                raise _NotPlain()
-            expanded += found[1]
-            if expanded > max_alias_nodes:
-                raise _NotPlain()
-            value, size = _unshare(found[0]), found[1]
+            value, size = _aliased(anchors, event, expanded, max_alias_nodes)
+            expanded += size
         parent = stack[-1]
         container = parent[0]
         if container.__class__ is list:
@@ -387,6 +377,28 @@ def _plain_root(loader, max_alias_nodes, tags):
             stack.append(opened)
         else:
             parent[1] += size
+
+
+def _empty_document(loader, event):
+    """True when a document's first event is a plain null (an empty document); _NotPlain unless it starts a plain
+    mapping."""
+    if isinstance(event, yaml.ScalarEvent):
+        if event.anchor is not None or event.tag not in (None, "!") or \
+                loader.resolve(yaml.ScalarNode, event.value, event.implicit) != "tag:yaml.org,2002:null":
+            raise _NotPlain()
+        return True
+    if not isinstance(event, yaml.MappingStartEvent):
+        raise _NotPlain()
+    return False
+
+
+def _aliased(anchors, event, expanded, max_alias_nodes):
+    """(a copy of the closed value an alias names, its size in nodes); _NotPlain for an unknown or recursive
+    anchor, or when the aliases of the document would expand to more than ``max_alias_nodes`` nodes."""
+    found = anchors.get(event.anchor)
+    if found is None or expanded + found[1] > max_alias_nodes:
+        raise _NotPlain()
+    return _unshare(found[0]), found[1]
 
 
 def _collection_start(loader, event, node_class, default_tag):

@@ -181,30 +181,8 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
     objects, sources, deprecations = [], [], []
     defined = BundleKinds(discovery, [obj for obj, _source in docs])
     for obj, source in docs:
-        try:
-            validate_object(obj, source)
-        except ManentError as exc:
-            problems.add(str(exc))
+        if not _checked(obj, source, defined, options, cluster_version, problems, deprecations, warnings):
             continue
-        subject = "%s %s" % (source, ref(obj))
-        _check_api(obj, subject, defined, cluster_version, problems, deprecations)
-        res = defined.find(obj["apiVersion"], obj["kind"])
-        if res is not None:
-            meta = obj["metadata"]
-            if res.namespaced and not meta.get("namespace"):
-                meta["namespace"] = options.namespace
-            elif not res.namespaced and meta.get("namespace"):
-                problems.add("%s: metadata.namespace is set on a cluster-scoped %s; remove it"
-                             % (subject, obj["kind"]))
-        if options.require_image_digest:
-            _check_digests(obj, subject, problems)
-        try:
-            warnings.extend("%s: %s" % (subject, w) for w in lifecycle.lint(obj))
-            lifecycle.deploy_on(obj)
-            lifecycle.delete_propagation(obj)
-            lifecycle.delete_policies(obj)
-        except ManentError as exc:
-            problems.add("%s: %s" % (subject, exc))
         key = key_of(obj)
         if key in seen:
             problems.add("%s is defined twice: in %s and in %s; keep one" % (ref(obj), seen[key], source))
@@ -231,6 +209,36 @@ def render(path, release, options, discovery, cluster_version, helm_options=None
                             "sha256": options.artifact_sha256,
                             "type": "chart" if is_chart else "manifests"},
                   hooks_skipped=list(hooks_skipped), warnings=warnings, deprecations=deprecations)
+
+
+def _checked(obj, source, defined, options, cluster_version, problems, deprecations, warnings):
+    """Check one rendered object (shape, apiVersion against the cluster, namespace by scope, image digests,
+    lifecycle annotations), adding what is wrong to ``problems``; False when it is not an object at all. A
+    namespaced object without a namespace gets the release's."""
+    try:
+        validate_object(obj, source)
+    except ManentError as exc:
+        problems.add(str(exc))
+        return False
+    subject = "%s %s" % (source, ref(obj))
+    _check_api(obj, subject, defined, cluster_version, problems, deprecations)
+    res = defined.find(obj["apiVersion"], obj["kind"])
+    if res is not None:
+        meta = obj["metadata"]
+        if res.namespaced and not meta.get("namespace"):
+            meta["namespace"] = options.namespace
+        elif not res.namespaced and meta.get("namespace"):
+            problems.add("%s: metadata.namespace is set on a cluster-scoped %s; remove it" % (subject, obj["kind"]))
+    if options.require_image_digest:
+        _check_digests(obj, subject, problems)
+    try:
+        warnings.extend("%s: %s" % (subject, w) for w in lifecycle.lint(obj))
+        lifecycle.deploy_on(obj)
+        lifecycle.delete_propagation(obj)
+        lifecycle.delete_policies(obj)
+    except ManentError as exc:
+        problems.add("%s: %s" % (subject, exc))
+    return True
 
 
 def outside_namespace_warning(objects, namespace):
