@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Objects of another manent release, found before any write (issue 10).
+"""Objects of another manent release, found before any write.
 
 A live object belongs to the release key its labels name (``identity.other_owner``; prune deletes only live
 objects labeled as the release's own). Before a deploy writes anything (no namespace created, no history lock,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Objects a deploy need not apply: the one decision of the redeploy fast path (issue 13).
+"""Objects a deploy need not apply: the one decision of the redeploy fast path.
 
 An object is *unchanged* (reported so, without a PATCH) only when all of these hold, anything else or
 anything uncertain leaving it to server-side apply, which stays the source of truth:

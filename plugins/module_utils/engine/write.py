@@ -64,13 +64,9 @@ class Writer:
             locked = store.acquire(break_lock=self.options.break_lock)
             plan.locked = True
             check_unchanged_since_plan(plan, locked)
-            # Under the lock: which records of the earlier format need their Secrets moved (one LIST) is read
-            # while the new record is written. The record of this version, which save_record rewrites in the
-            # current format when it existed, is left out of the move. Not live.together: the record must count as
-            # saved (for the failure handling) as soon as save_record returns, even if the listing then fails.
-            # The version in service deployed again: its record keeps the objects, deploy id and status of what is
-            # in service (a rollback to this version, or a failure, must find them), and lists the objects the
-            # redeploy adds, which a failure would leave (prunable); the record takes this deploy once it succeeded.
+            # The records to move to the current format are listed while this one is written (one round trip);
+            # the record counts as saved as soon as save_record returns. A redeploy of the version in service only
+            # notes the objects it adds: its record changes once the rollout succeeded.
             with ThreadPoolExecutor(max_workers=1) as pool:
                 pending = pool.submit(store.migration_pending)
                 if plan.redeploy:
