@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Stand-in for ansible-test's pip bootstrap script (normally downloaded from a host this machine cannot reach).
 
 ansible-test runs it with the sanity venv's Python: bootstrap pip from the standard library's ensurepip, then

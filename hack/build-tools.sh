@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # Build (or reuse) the test control plane binaries and CRDs from the Go module proxy.
 # Output: $MANENT_CACHE/<tool>-<version>/... ; prints nothing but progress on stderr.
 # Each tool is built in a throwaway module whose go.mod pins it; results are keyed by version,

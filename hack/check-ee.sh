@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # `ansible-builder create` on the example execution environment, then check that the generated build
 # context installs exactly the collection's requirements.txt and bindep.txt (no container runtime needed).
 set -euo pipefail

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Start and stop local Kubernetes clusters for tests and the demo: no Docker, real components.
 
 Each cluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok (fake nodes

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # Regenerate the packaged test charts in tests/data/charts/ (see tests/data/charts/README.md).
 #
 # Sources: kwok's charts and helm's own test charts, taken from the Go module cache at the versions

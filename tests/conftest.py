@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Make the repository importable as the installed collection ``ansible_collections.manent.kubernetes``.
 
 The collection is exposed under ``.build/collections/ansible_collections/manent/kubernetes`` (a

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Session fixtures for integration tests: real local clusters (hack/clusters.py), never mocks.
 
 By default the fixture starts the clusters of hack/clusters.py (or reuses the ones already running

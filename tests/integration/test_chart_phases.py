@@ -15,8 +15,8 @@ import subprocess
 import pytest
 
 from tests.helpers import helm_binary
-from tests.integration.test_deploy import _kubeconfig
-from tests.integration.test_hostile_deploy import _chart, _sha, connection, run_module
+from tests.integration.module_helpers import connection, kubeconfig, packaged_chart, run_module
+from tests.integration.playbook_helpers import sha256
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ ONCE = "{{- if .Release.IsInstall }}\napiVersion: v1\nkind: ConfigMap\nmetadata:
 
 def _render(cluster, namespace, tmp_path, chart, version, **more):
     """manent_render of ``chart`` as ``version``; (render result, bundle path, bundle objects by kind/name)."""
-    args = dict(connection(cluster, namespace, tmp_path), artifact=chart, version=version, artifact_sha256=_sha(chart),
+    args = dict(connection(cluster, namespace, tmp_path), artifact=chart, version=version, artifact_sha256=sha256(chart),
                 helm_command=helm_binary(), bundle=str(tmp_path / ("bundle-%s.json" % version)), **more)
     failed, rendered = run_module("manent_render", tmp_path, **args)
     assert not failed, rendered
@@ -50,7 +50,7 @@ def _deploy(cluster, namespace, tmp_path, chart, version):
 
 
 def test_a_chart_renders_as_helm_install_first_then_as_helm_upgrade(cluster, namespace, tmp_path):
-    chart = _chart(tmp_path, {"phase.yaml": PHASE, "seed.yaml": SEED, "once.yaml": ONCE}, name="phases")
+    chart = packaged_chart(tmp_path, {"phase.yaml": PHASE, "seed.yaml": SEED, "once.yaml": ONCE}, name="phases")
 
     rendered, objects = _deploy(cluster, namespace, tmp_path, chart, "1.0.0")
     assert not rendered["in_service"], rendered
@@ -78,13 +78,13 @@ def test_a_chart_taken_over_from_helm_renders_as_helm_upgrade_while_helm_keeps_t
     """Before manent's first deploy of a release that ``helm install`` made, ``helm upgrade --install`` would
     render it as an upgrade: so does manent_render when told the Helm release it takes over (helm_migrate_release),
     and only while Helm keeps state for it; without it, or for another name, it is an install."""
-    chart = _chart(tmp_path, {"phase.yaml": PHASE, "seed.yaml": SEED}, name="phases")
+    chart = packaged_chart(tmp_path, {"phase.yaml": PHASE, "seed.yaml": SEED}, name="phases")
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HELM_CACHE_HOME": str(home / "cache"),
            "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
     subprocess.run([helm_binary(), "install", "phases", chart, "--namespace", namespace,
-                    "--kubeconfig", _kubeconfig(cluster, tmp_path / "kubeconfig")],
+                    "--kubeconfig", kubeconfig(cluster, tmp_path / "kubeconfig")],
                    env=env, check=True, capture_output=True, text=True, timeout=120)
     assert cluster.get("v1", "Secret", namespace, "sh.helm.release.v1.phases.v1") is not None
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Credentials and TLS against a real API server: tokens, client certificates, inline PEM, CA verification."""
 
 import os

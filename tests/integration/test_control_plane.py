@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The local control plane is real: controllers roll out, deadlines fire, RBAC denies, CRDs are served."""
 
 import os

@@ -24,6 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history import c
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import KEY, actions, configmap, deployment, service
+from tests.integration.module_helpers import kubeconfig
 
 pytestmark = pytest.mark.integration
 
@@ -373,16 +374,6 @@ def test_conflict_without_force_fails_before_anything_is_written(cluster, namesp
     assert h.history_configmaps(cluster, namespace) == {}  # refused before the release was saved in history
 
 
-def _kubeconfig(cluster, path):
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "test",
-        "clusters": [{"name": "test", "cluster": {"server": cluster.url, "certificate-authority": cluster.ca_file}}],
-        "users": [{"name": "test", "user": {"token": cluster.token}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}))
-    path.chmod(0o600)
-    return str(path)
-
-
 def test_objects_of_a_helm_install_are_adopted_and_helm_state_removed(cluster, namespace, tmp_path):
     helm = helm_binary()
     chart = chart_path("manent-sample-0.1.0.tgz")
@@ -392,7 +383,7 @@ def test_objects_of_a_helm_install_are_adopted_and_helm_state_removed(cluster, n
            "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
     values = {"route.enabled": "false", "migration.enabled": "false", "replicaCount": "1"}
     subprocess.run([helm, "install", "sample", chart, "--namespace", namespace, "--skip-crds",
-                    "--kubeconfig", _kubeconfig(cluster, tmp_path / "kubeconfig")]
+                    "--kubeconfig", kubeconfig(cluster, tmp_path / "kubeconfig")]
                    + [a for k, v in values.items() for a in ("--set", "%s=%s" % (k, v))],
                    env=env, check=True, capture_output=True, text=True, timeout=120)
     assert cluster.get("v1", "Secret", namespace, "sh.helm.release.v1.sample.v1") is not None

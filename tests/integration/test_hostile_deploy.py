@@ -15,13 +15,8 @@ from __future__ import annotations
 import base64
 import copy
 import gzip
-import hashlib
-import io
 import json
 import os
-import subprocess
-import sys
-import tarfile
 
 import pytest
 
@@ -31,45 +26,18 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline 
 from tests.helpers import helm_binary
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from tests.integration.deploy_helpers import configmap, deploy, versions
+from tests.integration.module_helpers import connection, key_of_test, packaged_chart, run_module, targz
+from tests.integration.playbook_helpers import sha256
 from tests.reliability import record
 
 pytestmark = pytest.mark.integration
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, ".build", "collections")
-MODULES = os.path.join(ROOT, "plugins", "modules")
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: v\n"
 CLUSTER_WIDE = (("v1", "Namespace"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
                 ("rbac.authorization.k8s.io/v1", "ClusterRole"))
 
 
 # --------------------------------------------------------------------------- running modules
-
-
-def run_module(name, tmp_path, **args):
-    """Run plugins/modules/<name>.py with ``args`` the way Ansible does; (failed, result)."""
-    path = tmp_path / ("%s-args.json" % name)
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
-    proc = subprocess.run([sys.executable, os.path.join(MODULES, name + ".py"), str(path)], capture_output=True,
-                          text=True, timeout=300, check=False, env=env, cwd=str(tmp_path))
-    try:
-        result = json.loads(proc.stdout[proc.stdout.index("{"):])
-    except ValueError:
-        pytest.fail("%s printed no JSON result:\n%s\n%s" % (name, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return bool(result.get("failed")), result
-
-
-def key_of_test(namespace):
-    """A release key of this test alone (other tests run at the same time on the same clusters)."""
-    return ReleaseKey(application="h-" + namespace, artifact="hostile", environment="test")
-
-
-def connection(cluster, namespace, tmp_path):
-    key = key_of_test(namespace)
-    return {"api_server": cluster.url, "token": cluster.token, "ca_file": cluster.ca_file,
-            "application": key.application, "artifact_name": key.artifact, "environment": key.environment,
-            "namespace": namespace, "work_dir": str(tmp_path / "work")}
 
 
 def snapshot(cluster, namespace):
@@ -110,34 +78,6 @@ def _file(tmp_path, name, data):
     return str(path)
 
 
-def _targz(tmp_path, name, members):
-    """members: (name, bytes) for files, (name, None, linkname) for symlinks."""
-    path = tmp_path / name
-    with tarfile.open(str(path), "w:gz", format=tarfile.PAX_FORMAT) as tar:
-        for member in members:
-            info = tarfile.TarInfo(member[0])
-            info.mode = 0o644
-            if member[1] is None:
-                info.type, info.linkname = tarfile.SYMTYPE, member[2]
-                tar.addfile(info)
-            else:
-                info.size = len(member[1])
-                tar.addfile(info, io.BytesIO(member[1]))
-    return str(path)
-
-
-def _chart(tmp_path, templates, chart_yaml=None, name="hostile"):
-    chart_yaml = chart_yaml or "apiVersion: v2\nname: %s\nversion: 0.1.0\n" % name
-    members = [("%s/Chart.yaml" % name, chart_yaml.encode()), ("%s/values.yaml" % name, b"{}\n")]
-    members += [("%s/templates/%s" % (name, file), text.encode()) for file, text in templates.items()]
-    return _targz(tmp_path, "%s-0.1.0.tgz" % name, members)
-
-
-def _sha(path):
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
-
-
 LAUGHS = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\na0: &a0 [%s]\n" % ", ".join(['"lol"'] * 10) + \
     "".join("a%d: &a%d [%s]\n" % (n, n, ", ".join(["*a%d" % (n - 1)] * 10)) for n in range(1, 10))
 LOOP = ('{{- range $i := until 100000 }}{{- range $j := until 100000 }}{{- end }}{{- end }}\n' + CM)
@@ -156,9 +96,9 @@ MISSPELT = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec
 
 RENDER_CASES = [
     # (case, build(tmp_path) -> (artifact, extra module args), expected texts in msg)
-    ("module: archive with ../ path", lambda t: (_targz(t, "a.tar.gz", [("../evil.yaml", CM.encode())]), {}),
+    ("module: archive with ../ path", lambda t: (targz(t, "a.tar.gz", [("../evil.yaml", CM.encode())]), {}),
      ("a.tar.gz", "../evil.yaml")),
-    ("module: archive with a symlink", lambda t: (_targz(t, "a.tar.gz", [("pw.yaml", None, "/etc/passwd")]), {}),
+    ("module: archive with a symlink", lambda t: (targz(t, "a.tar.gz", [("pw.yaml", None, "/etc/passwd")]), {}),
      ("a.tar.gz", "symbolic link")),
     ("module: YAML alias bomb", lambda t: (_file(t, "bomb.yaml", LAUGHS), {}), ("bomb.yaml#1", "alias")),
     ("module: duplicate keys", lambda t: (_file(t, "dup.yaml", CM + "  k: again\n"), {}),
@@ -180,25 +120,25 @@ RENDER_CASES = [
       "boolean")),
     ("module: Secret data that is not base64", lambda t: (_file(t, "app.yaml", SECRET_NOT_BASE64), {}),
      ("app.yaml#1", "Secret/", "data.password: is not valid base64")),
-    ("module: chart Deployment with a misspelt field", lambda t: (_chart(t, {"web.yaml": MISSPELT}), {}),
+    ("module: chart Deployment with a misspelt field", lambda t: (packaged_chart(t, {"web.yaml": MISSPELT}), {}),
      ("hostile-0.1.0.tgz", "Deployment/", "spec.replica: no such field",
       "containers[0].env[0].value: expected a string, got an integer")),
     ("module: artifact sha256 mismatch", lambda t: (_file(t, "app.yaml", CM), {"artifact_sha256": "ab" * 32}),
      ("app.yaml", "sha256 mismatch")),
-    ("module: helm binary sha256 mismatch", lambda t: (_chart(t, {"cm.yaml": CM}), {"helm_sha256": "cd" * 32}),
+    ("module: helm binary sha256 mismatch", lambda t: (packaged_chart(t, {"cm.yaml": CM}), {"helm_sha256": "cd" * 32}),
      ("helm.sha256", "expected " + "cd" * 32)),
-    ("module: chart template that loops", lambda t: (_chart(t, {"loop.yaml": LOOP}), {"helm_timeout": "3s"}),
+    ("module: chart template that loops", lambda t: (packaged_chart(t, {"loop.yaml": LOOP}), {"helm_timeout": "3s"}),
      ("helm.timeout", "did not finish within")),
-    ("module: chart template that recurses", lambda t: (_chart(t, {"loop.yaml": RECURSE}), {}),
+    ("module: chart template that recurses", lambda t: (packaged_chart(t, {"loop.yaml": RECURSE}), {}),
      ("hostile-0.1.0.tgz", "helm template failed")),
-    ("module: chart emitting garbage", lambda t: (_chart(t, {"garbage.yaml": GARBAGE}), {}),
+    ("module: chart emitting garbage", lambda t: (packaged_chart(t, {"garbage.yaml": GARBAGE}), {}),
      ("hostile-0.1.0.tgz", "templates/garbage.yaml")),
-    ("module: invalid Chart.yaml", lambda t: (_chart(t, {"cm.yaml": CM}, chart_yaml="apiVersion: v2\nname: [x\n"), {}),
+    ("module: invalid Chart.yaml", lambda t: (packaged_chart(t, {"cm.yaml": CM}, chart_yaml="apiVersion: v2\nname: [x\n"), {}),
      ("hostile-0.1.0.tgz", "helm template failed")),
-    ("module: helm_value that is not valid YAML", lambda t: (_chart(t, {"cm.yaml": CM}),
+    ("module: helm_value that is not valid YAML", lambda t: (packaged_chart(t, {"cm.yaml": CM}),
                                                              {"helm_value": {"image.tag": "{unclosed"}}),
      ("helm_value.image.tag", "not valid YAML")),
-    ("module: helm_values alias bomb", lambda t: (_chart(t, {"cm.yaml": CM}), {"helm_values": LAUGHS}),
+    ("module: helm_values alias bomb", lambda t: (packaged_chart(t, {"cm.yaml": CM}), {"helm_values": LAUGHS}),
      ("helm_values", "alias")),
 ]
 
@@ -208,7 +148,7 @@ def test_render_refuses_hostile_input_without_writing(cluster, namespace, tmp_pa
     path, extra = build(tmp_path)
     args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0",
                 helm_command=helm_binary(), bundle=str(tmp_path / "bundle.json"))
-    args.setdefault("artifact_sha256", _sha(path))
+    args.setdefault("artifact_sha256", sha256(path))
     args.update(extra)
     result = refused(case, cluster, namespace, lambda: run_module("manent_render", tmp_path, **args), *expected)
     assert not os.path.exists(args["bundle"]), "no bundle may be written for refused input"
@@ -219,8 +159,8 @@ def test_chart_lookup_and_outside_files_stay_inside(cluster, namespace, tmp_path
     """``lookup`` answers empty (helm never talks to the cluster) and ``.Files.Get`` cannot reach outside the
     chart: the chart renders, and nothing of the cluster's Secrets or the worker's files gets in."""
     case = "module: chart that tries lookup and reads files outside itself"
-    path = _chart(tmp_path, {"lookup.yaml": LOOKUP, "files.yaml": OUTSIDE})
-    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0", artifact_sha256=_sha(path),
+    path = packaged_chart(tmp_path, {"lookup.yaml": LOOKUP, "files.yaml": OUTSIDE})
+    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0", artifact_sha256=sha256(path),
                 helm_command=helm_binary(), bundle=str(tmp_path / "bundle.json"))
     before = snapshot(cluster, namespace)
     try:
@@ -242,7 +182,7 @@ def test_apply_refuses_a_bundle_edited_after_render(cluster, namespace, tmp_path
     """A bundle changed between manent_render and manent_apply (a valid object, then an invalid one) is refused
     whole before the first write: no Namespace, no history, no object."""
     path = _file(tmp_path, "app.yaml", CM + "---\n" + CM.replace("name: cfg", "name: other"))
-    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0", artifact_sha256=_sha(path),
+    args = dict(connection(cluster, namespace, tmp_path), artifact=path, version="1.0.0", artifact_sha256=sha256(path),
                 bundle=str(tmp_path / "bundle.json"))
     failed, result = run_module("manent_render", tmp_path, **args)
     assert not failed, result

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The molecule scenario (delegated driver) converges, is idempotent, verifies and tears down on the local clusters."""
 
 import os

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """manent_render's engine against real clusters: discovery checks, scope, labels, charts with real capabilities."""
 
 import hashlib

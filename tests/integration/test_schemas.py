@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The field-type check (schemas.py) against a real API server: for each object below, the check finds a problem
 exactly when the server refuses the object's server-side apply (dryRun=All), on built-in kinds and on a CRD; and a
 release with such an object stops at render, naming it, before anything is written."""

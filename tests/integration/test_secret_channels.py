@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import helm_binary
 from tests.integration.playbook_helpers import artifact, base_vars, history_configmaps, run_playbook, write_inventory
-from tests.integration.test_hostile_deploy import _chart
+from tests.integration.module_helpers import packaged_chart
 from tests.reliability import record
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def _wrapper(tmp_path):
 def _deploy_then_fail(tmp_path, namespaces, inventory, cluster, name):
     """A chart with a Secret deployed through ansible-playbook -vvv --diff, then a deploy that fails (a values
     layer helm refuses: the message is helm's), both with the Secret value in the values; (runs, helm dump file)."""
-    chart = _chart(tmp_path, {"secret.yaml": TEMPLATE}, name=name)
+    chart = packaged_chart(tmp_path, {"secret.yaml": TEMPLATE}, name=name)
     helm, dump = _wrapper(tmp_path)
     extra = base_vars(tmp_path, namespaces, deploy_application=name,
                       deploy_artifact=artifact(name, "0.1.0", chart), deploy_helm_command=helm,

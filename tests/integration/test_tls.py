@@ -16,7 +16,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import com
 from ansible_collections.manent.kubernetes.plugins.module_utils.base import tls
 
 from tests.integration.playbook_helpers import run_playbook, shop_vars, write_inventory
-from tests.integration.test_hostile_deploy import connection, run_module
+from tests.integration.module_helpers import connection, run_module
 from tests.helpers import ROOT
 from tests.reliability import record
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Before the first write of a deploy, every object it will write is dry-run at once (Applier.verify): an upgrade
 whose object the API server refuses (an immutable field changed, a value its validation rejects) stops with nothing
 written, not half-applied; what is not verified first, and what a verification costs, on a real API server."""

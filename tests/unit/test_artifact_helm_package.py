@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Real `helm package` output (gzip header with an extra field and a comment) is read as a chart: the whole
 gzip stream is read and every member checked, as the renderer does before helm renders the package."""
 

@@ -1,3 +1,6 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """schemas.py: the field-type check against published OpenAPI v3 schemas, on small schemas written here in the
 shapes the API server publishes (built-in types through allOf/$ref, IntOrString, Quantity's oneOf, CRD keywords).
 tests/integration/test_schemas.py holds the check against a real API server's own verdicts."""
