@@ -235,18 +235,11 @@ adopted:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.common import run_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=apply_task.argument_spec(), supports_check_mode=True)
-    mc.require_kubernetes(module)
-    try:
-        result = apply_task.run(module.params, module.check_mode, module._diff)
-    except ManentError as exc:
-        mc.fail(module, exc)
-    mc.exit_result(module, apply_task.result_dict(result, module._diff))
+    run_task(AnsibleModule(argument_spec=apply_task.argument_spec(), supports_check_mode=True), apply_task)
 
 
 if __name__ == "__main__":

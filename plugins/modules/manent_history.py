@@ -194,18 +194,12 @@ unlocked:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.common import run_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=history_task.argument_spec(), supports_check_mode=True)
-    mc.require_kubernetes(module)
-    try:
-        mc.exit_result(module, history_task.run(module.params, module.check_mode, module._diff))
-    except ManentError as exc:
-        mc.fail(module, exc)
+    run_task(AnsibleModule(argument_spec=history_task.argument_spec(), supports_check_mode=True), history_task)
 
 
 if __name__ == "__main__":

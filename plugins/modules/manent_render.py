@@ -269,21 +269,12 @@ in_service:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import render_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.common import run_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=render_task.argument_spec(), supports_check_mode=True)
-    mc.require_kubernetes(module)
-    try:
-        result = render_task.run(module.params, module.check_mode, module._diff)
-    except ManentError as exc:
-        mc.fail(module, exc)
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    mc.exit_result(module, result)
+    run_task(AnsibleModule(argument_spec=render_task.argument_spec(), supports_check_mode=True), render_task)
 
 
 if __name__ == "__main__":

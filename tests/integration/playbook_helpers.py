@@ -271,10 +271,16 @@ def run_history_module(cluster, namespace, key, check=False, timeout=300, **args
     params = dict(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
                   ca_file=cluster.ca_file, application=key.application, environment=key.environment,
                   namespace=namespace, **args)
+    return run_adhoc("manent_history", params, ["--check"] if check else [], timeout=timeout)
+
+
+def run_adhoc(module, params, options=(), timeout=300):
+    """One ad hoc run of ``manent.kubernetes.<module>`` on localhost (local connection) with ``params`` and more
+    ``ansible`` command-line ``options`` (``--check``, ``-B 60 -P 1`` for async); its result."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
-           "-m", "manent.kubernetes.manent_history", "-a", json.dumps(params)] + (["--check"] if check else [])
+           "-m", "manent.kubernetes." + module, "-a", json.dumps(params)] + list(options)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=timeout)
     lines = [line for line in out.stdout.splitlines() if line.startswith("localhost | ")]
     assert len(lines) == 1, out.stdout + out.stderr

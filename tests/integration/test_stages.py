@@ -226,8 +226,7 @@ def test_manent_apply_result_has_the_spec_shape(cluster, namespace, tmp_path):
     apply_task.run(_params(cluster, str(tmp_path / "b1.json")), False, False)
     second = h.render_bundle(cluster, tmp_path, [configmap("a", v="2")], namespace, version="2")
     write(second, str(tmp_path / "b2.json"))
-    out = apply_task.result_dict(apply_task.run(_params(cluster, str(tmp_path / "b2.json"), prune=True), False,
-                                                False), False)
+    out = apply_task.run(_params(cluster, str(tmp_path / "b2.json"), prune=True), False, False)
     assert out["host"] == cluster.url and out["status"] == "deployed"
     details = out["details"]
     assert details["namespace"] == namespace

@@ -102,10 +102,10 @@ class Planner:
             replaced = replaced_version(current, located, bundle)
         selected = select(bundle.objects, phase, result)
         return Plan(bundle=bundle, store=store, phase=phase, result=result, selected=selected,
-                     stages=stages.plan(selected, phase), previous_objects=previous_objects,
-                     noop=slot_rerun or regenerated == [], replaced=replaced, create_ns=create_ns, started=started,
-                     slot_rerun=slot_rerun, located=located,
-                     redeploy=version_in_service(current, bundle) and not bundle.slot)
+                    stages=stages.plan(selected, phase), previous_objects=previous_objects,
+                    noop=slot_rerun or regenerated == [], replaced=replaced, create_ns=create_ns, started=started,
+                    slot_rerun=slot_rerun, located=located,
+                    redeploy=version_in_service(current, bundle) and not bundle.slot)
 
     def _release_namespace(self, bundle, store):
         """True when the release namespace must be created (create_namespace); a missing namespace that

@@ -58,7 +58,7 @@ class Writer:
         # other object is written (a half-applied upgrade is what a failed deploy must not leave)
         others = [o for o in plan.selected if tier_of(o) != TIER_NAMESPACES]
         unverifiable = crd_kinds(plan.selected) | {(o.get("apiVersion"), o.get("kind")) for o in others
-                                                    if not self.discovery.served(o.get("apiVersion"), o.get("kind"))}
+                                                   if not self.discovery.served(o.get("apiVersion"), o.get("kind"))}
         self.applier.verify(others, unverifiable=unverifiable)
         if not plan.noop:
             locked = store.acquire(break_lock=self.options.break_lock)

@@ -52,7 +52,12 @@ def deploy_options(params, check_mode, diff, on_progress=None):
 
 
 def run(params, check_mode, diff, on_progress=None):
-    """Deploy the bundle named by ``params``; returns the DeployResult (raises ManentError)."""
+    """Deploy the bundle named by ``params``; the task's result (raises ManentError)."""
+    return result_dict(deploy(params, check_mode, diff, on_progress), diff)
+
+
+def deploy(params, check_mode, diff, on_progress=None):
+    """Deploy the bundle named by ``params``; its DeployResult (raises ManentError)."""
     options = deploy_options(params, check_mode, diff, on_progress)
     bundle = read(params["bundle"])
     kube, discovery = mc.open_cluster(params)

@@ -120,6 +120,18 @@ def exit_result(module, out):
     module.exit_json(**out)
 
 
+def run_task(module, task, needs_kubernetes=True):
+    """The whole of a module's work: ``task.run`` (a tasks/*_task.py entry point) on the module's parameters, then
+    exit_json with its result or fail_json with the error and the partial result it carries."""
+    if needs_kubernetes:
+        require_kubernetes(module)
+    try:
+        result = task.run(module.params, module.check_mode, module._diff)  # pylint: disable=protected-access
+    except ManentError as exc:
+        fail(module, exc)
+    exit_result(module, result)
+
+
 def fail(module, exc, **result):
     """fail_json from an engine error, keeping its partial result."""
     warn_insecure(module)
