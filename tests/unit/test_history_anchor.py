@@ -12,7 +12,8 @@ import json
 import re
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as ha
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    decode_record, encode_record)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
@@ -45,8 +46,8 @@ def test_the_digest_of_a_record_read_back_is_the_one_of_the_objects_saved():
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "shop-prod"},
               "data": {"k": "dmFsdWU="}}
     objects = [CM, ROLE, HOOK, secret]
-    cm = hc.encode_record(Release(SHOP, "1.0.0", "d1"), "shop-prod", objects)
-    stored = hc.decode_record(cm)[1]
+    cm = encode_record(Release(SHOP, "1.0.0", "d1"), "shop-prod", objects)
+    stored = decode_record(cm)[1]
     assert ha.digest(stored) == ha.digest(objects) != ""
 
 

@@ -13,7 +13,15 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.companion_format import (
+    companion_name, encode_companion, migrate, needs_migration, restore_secrets)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator_format import (
+    LOCK_EXPIRED, LOCK_HELD, LOCK_TTL_SECONDS, decode_locator, encode_locator, lock_state, with_lock)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import ANNOTATION_BACKUP_OF
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_check import check_record
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    RECORD_FORMAT, RECORD_FORMAT_SECRETS, STATUS_DEPLOYED, decode_record, decode_strays, encode_backup, encode_record,
+    record_meta, set_status, split_secrets, stray_of, with_strays)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "history", "recorded.yaml"), encoding="utf-8") as _f:
@@ -43,53 +51,53 @@ def written(name):
 
 def test_recorded_record_reads_back_with_its_secrets():
     record = written("record")
-    meta, stored = hc.decode_record(record)
+    meta, stored = decode_record(record)
     assert {field: meta[field] for field in INPUTS["meta"]} == INPUTS["meta"]
     assert meta["version"] == INPUTS["version"] and meta["deployment"] == INPUTS["deployment"]
-    assert meta["format"] == hc.RECORD_FORMAT_SECRETS and meta["secrets"] == record["metadata"]["name"]
-    assert stored == hc.split_secrets(objects())[0]
-    assert hc.restore_secrets(stored, written("companion"), record) == objects()
-    hc.check_record(record, KEY, stored, own_namespace=False)
+    assert meta["format"] == RECORD_FORMAT_SECRETS and meta["secrets"] == record["metadata"]["name"]
+    assert stored == split_secrets(objects())[0]
+    assert restore_secrets(stored, written("companion"), record) == objects()
+    check_record(record, KEY, stored, own_namespace=False)
 
 
 def test_recorded_record_without_secrets_reads_back():
-    meta, stored = hc.decode_record(written("record_without_secrets"))
-    assert meta["format"] == hc.RECORD_FORMAT and meta["secrets"] == "" and meta["version"] == "1.3.0"
+    meta, stored = decode_record(written("record_without_secrets"))
+    assert meta["format"] == RECORD_FORMAT and meta["secrets"] == "" and meta["version"] == "1.3.0"
     assert stored == without_secrets()
-    assert hc.companion_name(written("record_without_secrets")) == ""
+    assert companion_name(written("record_without_secrets")) == ""
 
 
 def test_recorded_strays_status_and_backup_read_back():
-    assert hc.decode_strays(written("record_with_strays")) == [hc.stray_of(obj) for obj in INPUTS["strays"]]
-    assert hc.decode_record(written("record_with_strays"))[1] == hc.split_secrets(objects())[0]
-    assert hc.record_meta(written("record_marked"))["status"] == hc.STATUS_DEPLOYED
+    assert decode_strays(written("record_with_strays")) == [stray_of(obj) for obj in INPUTS["strays"]]
+    assert decode_record(written("record_with_strays"))[1] == split_secrets(objects())[0]
+    assert record_meta(written("record_marked"))["status"] == STATUS_DEPLOYED
     backup = written("backup")
-    assert backup["metadata"]["annotations"][hc.ANNOTATION_BACKUP_OF] == WRITTEN["record"]["metadata"]["name"]
-    assert hc.decode_record(backup)[1] == hc.split_secrets(objects())[0]
+    assert backup["metadata"]["annotations"][ANNOTATION_BACKUP_OF] == WRITTEN["record"]["metadata"]["name"]
+    assert decode_record(backup)[1] == split_secrets(objects())[0]
 
 
 def test_recorded_earlier_format_record_reads_and_migrates():
     earlier = written("earlier_format_record")
-    assert hc.needs_migration(earlier)
-    assert hc.decode_record(earlier)[1] == objects()
-    record, companion = hc.migrate(earlier)
-    assert not hc.needs_migration(record)
-    assert hc.restore_secrets(hc.decode_record(record)[1], companion, record) == objects()
+    assert needs_migration(earlier)
+    assert decode_record(earlier)[1] == objects()
+    record, companion = migrate(earlier)
+    assert not needs_migration(record)
+    assert restore_secrets(decode_record(record)[1], companion, record) == objects()
 
 
 def test_recorded_locator_reads_back_with_its_lock():
     locator = written("locator")
-    data = hc.decode_locator(locator)
+    data = decode_locator(locator)
     assert {field: data[field] for field in INPUTS["locator"]} == INPUTS["locator"]
-    assert hc.lock_state(data, NOW) == (hc.LOCK_HELD, INPUTS["deployment"], INPUTS["now"])
-    assert hc.lock_state(data, NOW + datetime.timedelta(seconds=hc.LOCK_TTL_SECONDS))[0] == hc.LOCK_EXPIRED
+    assert lock_state(data, NOW) == (LOCK_HELD, INPUTS["deployment"], INPUTS["now"])
+    assert lock_state(data, NOW + datetime.timedelta(seconds=LOCK_TTL_SECONDS))[0] == LOCK_EXPIRED
 
 
 # --------------------------------------------------------------------------- write the same bytes again
 
 
 def encoded_record():
-    return hc.encode_record(RELEASE, NAMESPACE, objects(), dict(INPUTS["meta"]))
+    return encode_record(RELEASE, NAMESPACE, objects(), dict(INPUTS["meta"]))
 
 
 def owned(record):
@@ -100,16 +108,15 @@ def owned(record):
 
 @pytest.mark.parametrize("name, encode", [
     ("record", encoded_record),
-    ("companion", lambda: hc.encode_companion(owned(encoded_record()), hc.split_secrets(objects())[1])),
-    ("record_without_secrets", lambda: hc.encode_record(
+    ("companion", lambda: encode_companion(owned(encoded_record()), split_secrets(objects())[1])),
+    ("record_without_secrets", lambda: encode_record(
         Release(KEY, "1.3.0", "deploy-41"), NAMESPACE, without_secrets(), dict(INPUTS["meta"], slot="a", replaced=""))),
-    ("record_with_strays", lambda: hc.with_strays(encoded_record(), [hc.stray_of(obj) for obj in INPUTS["strays"]],
-                                                  "test")),
-    ("record_marked", lambda: hc.set_status(encoded_record(), hc.STATUS_DEPLOYED, replaced="1.3.0")),
-    ("backup", lambda: hc.encode_backup(encoded_record(), KEY, NAMESPACE)),
-    ("migrated", lambda: dict(zip(("record", "companion"), hc.migrate(written("earlier_format_record"))))),
-    ("locator", lambda: hc.encode_locator(KEY, NAMESPACE, hc.with_lock(INPUTS["locator"], INPUTS["deployment"], NOW),
-                                          now=NOW)),
+    ("record_with_strays", lambda: with_strays(encoded_record(), [stray_of(obj) for obj in INPUTS["strays"]], "test")),
+    ("record_marked", lambda: set_status(encoded_record(), STATUS_DEPLOYED, replaced="1.3.0")),
+    ("backup", lambda: encode_backup(encoded_record(), KEY, NAMESPACE)),
+    ("migrated", lambda: dict(zip(("record", "companion"), migrate(written("earlier_format_record"))))),
+    ("locator", lambda: encode_locator(
+        KEY, NAMESPACE, with_lock(INPUTS["locator"], INPUTS["deployment"], NOW), now=NOW)),
 ])
 def test_same_inputs_write_the_same_bytes(name, encode):
     assert encode() == WRITTEN[name]

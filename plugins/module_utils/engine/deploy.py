@@ -45,7 +45,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, HistoryError, InputError, Interrupted, ManentError, NotFoundError, listing)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import is_secret, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import is_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import MANAGED_BY, MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import together

@@ -24,7 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules import api
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, InputError, ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import holds

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of
@@ -35,7 +35,7 @@ _HASH_LEN = 16
 
 def annotation(key):
     """The Namespace annotation that holds the anchors of release key ``key``."""
-    return ANNOTATION_PREFIX + codec.key_hash(key, _HASH_LEN)
+    return ANNOTATION_PREFIX + naming.key_hash(key, _HASH_LEN)
 
 
 def without_namespace(objects):

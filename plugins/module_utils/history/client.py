@@ -17,18 +17,13 @@ The client also holds what the history's parts share: the release key, the clock
 
 from __future__ import annotations
 
-import datetime
 import threading
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming, times
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, ConflictError, HistoryError, ManentError, NotFoundError)
 
 CONFLICT_RETRIES = 5
-
-
-def _utcnow():
-    return datetime.datetime.now(datetime.timezone.utc)
 
 
 class HistoryClient:
@@ -38,11 +33,11 @@ class HistoryClient:
         self.kube = kube
         self.namespace = namespace
         self.key = release_key
-        self.now = now or _utcnow
+        self.now = now or times.utcnow
         self.notes = []
         self.namespace_object = None  # the release Namespace as the deploy read it (history_anchor.write)
         self.anchoring = True  # False: record writes leave the anchors alone (rollback of a record not vouched for)
-        self.locator_name = codec.locator_name(release_key)
+        self.locator_name = naming.locator_name(release_key)
         self._seen = {}  # name -> the last ConfigMap read or written (see the module docstring)
         self._absent = set()  # names of ConfigMaps whose last read found none (and none written since)
         # A listing may be sent while this client writes (a deploy lists the records while it writes its own): the
@@ -196,14 +191,14 @@ class HistoryClient:
             return False  # replaced by a new object of the same name: not the one we meant to delete
         return True
 
-    def history(self, role=codec.HISTORY_RECORD):
+    def history(self, role=naming.HISTORY_RECORD):
         """This key's history ConfigMaps of ``role`` (records by default): selected by the key's labels and
         named ``<locator>-...``."""
         return self.histories(role)[0]
 
     def histories(self, *roles):
         """One list per role in ``roles`` of this key's history ConfigMaps, from one LIST request."""
-        selector = codec.history_selector(self.key, roles[0] if len(roles) == 1 else None)
+        selector = naming.history_selector(self.key, roles[0] if len(roles) == 1 else None)
         sent_after = self._writes
         items = self.call("GET", self.path(), self.subject(self.locator_name + "-*"),
                           "list the release history", query={"labelSelector": selector}).get("items") or []
@@ -213,5 +208,6 @@ class HistoryClient:
             cm.setdefault("apiVersion", "v1")
             cm.setdefault("kind", "ConfigMap")
             self._remember(cm, listed_after=sent_after)
-        return [[cm for cm in mine if ((cm.get("metadata") or {}).get("labels") or {}).get(codec.LABEL_HISTORY) == role]
+        return [[cm for cm in mine
+                 if ((cm.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_HISTORY) == role]
                 for role in roles]
