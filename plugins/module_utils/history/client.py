@@ -5,7 +5,8 @@
 
 Every request goes through :meth:`HistoryClient.call`, which turns API errors into HistoryError keeping the
 server's text and saying what to do. Writes that depend on what was read are PUTs carrying the read
-``resourceVersion`` (:meth:`HistoryClient.update` re-reads on 409); deletes carry the read uid.
+``resourceVersion`` (:meth:`HistoryClient.update` re-reads on 409, base/conflicts.py); deletes carry the read
+uid.
 
 The client remembers the last version of each ConfigMap it read or wrote. :meth:`HistoryClient.update` starts
 from that version instead of reading it again (one round trip less per write: a deploy reads the locator before
@@ -20,10 +21,16 @@ from __future__ import annotations
 import threading
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming, times
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import retry_on_conflict
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, ConflictError, HistoryError, ManentError, NotFoundError)
 
-CONFLICT_RETRIES = 5
+# What to do when the conditioned writes of one history kept being refused.
+WRITERS_HINT = "another process is writing this release history; stop it and deploy again"
+
+
+class _Stale(Exception):
+    """An attempt of :meth:`HistoryClient.update` decided nothing or was refused: read the ConfigMap again."""
 
 
 class HistoryClient:
@@ -141,39 +148,50 @@ class HistoryClient:
 
         Returns the written (or unchanged) ConfigMap; None when it does not exist and ``missing_ok``. The first
         attempt starts from the remembered version when there is one; what it decides without writing (None,
-        or an error from ``change``) is decided again on a fresh read.
+        or an error from ``change``) is decided again on a fresh read. Every attempt counts towards the retries.
         """
-        remembered = self._seen.pop(name, None)
-        for _attempt in range(CONFLICT_RETRIES):
-            if remembered is not None:
-                cm, remembered = remembered, None
-                try:
-                    changed = change(cm)
-                except ManentError:
-                    changed = None
-                if changed is None:
-                    continue  # not decided on a remembered version: read it
-                try:
-                    return self.put(changed, action, passthrough=(ConflictError, NotFoundError))
-                except (ConflictError, NotFoundError):
-                    continue
-            cm = self.get(name, action)
-            if cm is None:
-                if missing_ok:
-                    return None
-                raise HistoryError("cannot %s: the ConfigMap does not exist" % action, subject=self.subject(name),
-                                   hint=missing_hint or "it was deleted while the deploy ran; check who else "
-                                   "manages this history")
+        remembered = [self._seen.pop(name, None)]
+
+        def attempt(_number):
+            cm, remembered[0] = remembered[0], None
+            if cm is not None:
+                return self._update_remembered(cm, change, action)
+            return self._update_read(name, change, action, missing_hint, missing_ok)
+
+        return retry_on_conflict(attempt, lambda tries, _last: HistoryError(
+            "cannot %s: the ConfigMap kept changing under us (%d conflicting writes)" % (action, tries),
+            subject=self.subject(name), hint=WRITERS_HINT), refused=(_Stale,))
+
+    def _update_remembered(self, cm, change, action):
+        """One attempt of :meth:`update` from the remembered ``cm``; _Stale when it decides nothing or the server
+        refuses the write (409, 404)."""
+        try:
             changed = change(cm)
-            if changed is None:
-                return cm
-            try:
-                return self.put(changed, action)
-            except ConflictError:
-                continue
-        raise HistoryError("cannot %s: the ConfigMap kept changing under us (%d conflicting writes)"
-                           % (action, CONFLICT_RETRIES), subject=self.subject(name),
-                           hint="another process is writing this release history; stop it and deploy again")
+        except ManentError:
+            changed = None
+        if changed is None:
+            raise _Stale()  # not decided on a remembered version: read it
+        try:
+            return self.put(changed, action, passthrough=(ConflictError, NotFoundError))
+        except (ConflictError, NotFoundError):
+            raise _Stale() from None
+
+    def _update_read(self, name, change, action, missing_hint, missing_ok):
+        """One attempt of :meth:`update` from a fresh read; _Stale when the server refuses the write (409)."""
+        cm = self.get(name, action)
+        if cm is None:
+            if missing_ok:
+                return None
+            raise HistoryError("cannot %s: the ConfigMap does not exist" % action, subject=self.subject(name),
+                               hint=missing_hint or "it was deleted while the deploy ran; check who else "
+                               "manages this history")
+        changed = change(cm)
+        if changed is None:
+            return cm
+        try:
+            return self.put(changed, action)
+        except ConflictError:
+            raise _Stale() from None
 
     def delete(self, obj, action, resource="configmaps", kind="ConfigMap"):
         """Delete exactly the object that was read (uid precondition); False when already gone."""

@@ -10,8 +10,9 @@ that names one, so histories of releases without Secrets need ConfigMap rights a
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import companion_format
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import retry_on_conflict
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ConflictError, HistoryError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import CONFLICT_RETRIES
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import WRITERS_HINT
 
 
 class Companions:
@@ -32,26 +33,23 @@ class Companions:
         if self._create(body, action):
             return
         name = body["metadata"]["name"]
-        for _attempt in range(CONFLICT_RETRIES):
+
+        def attempt(_number):  # a 409 (created or changed meanwhile) reads it again
             live = self.client.get(name, action, "secrets", "Secret")
             if live is None:
-                if self._create(body, action):
-                    return
-                continue
+                self.client.create(body, action, "secrets", "Secret")
+                return
             if live.get("type") != companion_format.SECRETS_TYPE:
                 raise HistoryError("cannot %s: a Secret of this name exists and is not of type %s"
                                    % (action, companion_format.SECRETS_TYPE),
                                    subject=self.client.subject(name, "Secret"),
                                    hint="rename or delete that Secret; manent keeps release Secrets under this name")
             body["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
-            try:
-                self.client.put(body, action, "secrets", "Secret")
-                return
-            except ConflictError:
-                continue
-        raise HistoryError("cannot %s: the Secret kept changing under us" % action,
-                           subject=self.client.subject(name, "Secret"),
-                           hint="another process is writing this release history; stop it and deploy again")
+            self.client.put(body, action, "secrets", "Secret")
+
+        retry_on_conflict(attempt, lambda _tries, _last: HistoryError(
+            "cannot %s: the Secret kept changing under us" % action, subject=self.client.subject(name, "Secret"),
+            hint=WRITERS_HINT))
 
     def _create(self, body, action):
         """True when created, False when a Secret of that name exists."""

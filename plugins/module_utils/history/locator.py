@@ -15,7 +15,8 @@ import copy
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import locator_format, naming
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ConflictError, HistoryError, InputError, LockedError, NotFoundError)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import CONFLICT_RETRIES
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import retry_on_conflict
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import WRITERS_HINT
 
 _CLEAR_LOCK = ("clear the lock fields of the locator (see docs/history.md, Lock) or deploy with "
                "break_lock: true, only if you are sure no other deploy of this release is running")
@@ -193,20 +194,23 @@ class Locator:
                 return self._decoded(created)
             raced = True  # created at the same moment by another deploy: lock it the usual way
             cm = self._reread(action, "the locator was created and deleted again meanwhile")
-        for attempt in range(CONFLICT_RETRIES):
+        current = [cm]
+
+        def attempt(number):
             # After a 409 the lock of any other holder is final, even with break_lock: it was just written.
-            data, note = self._lock_data(cm, ttl, break_lock, raced=raced or attempt > 0)
+            data, note = self._lock_data(current[0], ttl, break_lock, raced=raced or number > 0)
             try:
-                written = self.client.put(self._with_data(cm, data), action)
+                written = self.client.put(self._with_data(current[0], data), action)
             except ConflictError:
-                cm = self._reread(action, "the locator was deleted while locking it")
-                continue
+                current[0] = self._reread(action, "the locator was deleted while locking it")
+                raise
             if note:
                 self.client.notes.append(note)
             return self._decoded(written)
-        raise HistoryError("cannot %s: the locator kept changing (%d conflicting writes)" % (action, CONFLICT_RETRIES),
-                           subject=self.subject,
-                           hint="another process is writing this release history; stop it and deploy again")
+
+        return retry_on_conflict(attempt, lambda tries, _last: HistoryError(
+            "cannot %s: the locator kept changing (%d conflicting writes)" % (action, tries), subject=self.subject,
+            hint=WRITERS_HINT))
 
     def _create_locked(self, ttl, action):
         """The locator created already locked by this holder; None when another deploy created it first."""

@@ -27,8 +27,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history import n
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.helm_migration import (
     HELM_RELEASE_TYPE, delete_helm_release_secrets)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import (
-    CONFLICT_RETRIES, HistoryClient)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import HistoryClient
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.companion import Companions
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator import Locator
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator_format import LOCK_TTL_SECONDS
@@ -38,8 +37,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.retentio
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.rewrite import (
     ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, ApiVersionRewrite)
 
-__all__ = ["HistoryStore", "ACTION_ERROR", "ACTION_REWRITTEN", "ACTION_WOULD_REWRITE", "CONFLICT_RETRIES",
-           "HELM_RELEASE_TYPE", "LOCK_TTL_SECONDS"]
+__all__ = ["HistoryStore", "ACTION_ERROR", "ACTION_REWRITTEN", "ACTION_WOULD_REWRITE", "HELM_RELEASE_TYPE",
+           "LOCK_TTL_SECONDS"]
 
 
 class HistoryStore:
