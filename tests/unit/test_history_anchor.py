@@ -89,7 +89,7 @@ class _Kube:
         self.sent.append(("GET", path, None))
         return self.namespace
 
-    def request(self, method, path, body=None, content_type=None, subject=None):
+    def request(self, method, path, body=None, content_type=None, subject=None, query=None):
         self.sent.append((method, path, body, content_type))
 
 
@@ -110,7 +110,7 @@ def test_write_patches_only_its_annotation_and_only_when_it_changes():
 
 def test_a_namespace_that_cannot_be_patched_leaves_a_note():
     class Refusing(_Kube):
-        def request(self, method, path, body=None, content_type=None, subject=None):
+        def request(self, method, path, body=None, content_type=None, subject=None, query=None):
             raise ApiError("namespaces \"shop-prod\" is forbidden", status=403, reason="Forbidden", subject=subject)
 
     note = ha.write(Refusing({"metadata": {"name": "shop-prod"}}), "shop-prod", SHOP, "1.0.0", [ROLE])

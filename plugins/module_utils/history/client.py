@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The requests of one release key's history: ConfigMaps (and Secrets) of one namespace.
 
-Every request goes through :meth:`HistoryClient.call`, which turns API errors into HistoryError keeping the
-server's text and saying what to do. Writes that depend on what was read are PUTs carrying the read
-``resourceVersion`` (:meth:`HistoryClient.update` re-reads on 409, base/conflicts.py); deletes carry the read
-uid.
+Every answer goes through one mapping (:meth:`HistoryClient.call`), which turns API errors into HistoryError
+keeping the server's text and saying what to do; the writes are sent by cluster/writes.py, the one write path.
+Writes that depend on what was read are PUTs carrying the read ``resourceVersion`` (:meth:`HistoryClient.update`
+re-reads on 409, base/conflicts.py); deletes carry the read uid.
 
 The client remembers the last version of each ConfigMap it read or wrote. :meth:`HistoryClient.update` starts
 from that version instead of reading it again (one round trip less per write: a deploy reads the locator before
@@ -22,6 +22,7 @@ import threading
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming, times
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import retry_on_conflict
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, ConflictError, HistoryError, ManentError, NotFoundError)
 
@@ -94,8 +95,13 @@ class HistoryClient:
 
     def call(self, method, path, subject, action, passthrough=(), **kw):
         """One request; API errors other than ``passthrough`` become HistoryError keeping the server's text."""
+        return self._sent(lambda: self.kube.request(method, path, subject=subject, **kw), subject, action,
+                          passthrough)
+
+    def _sent(self, send, subject, action, passthrough=()):
+        """The data of the answer to ``send()`` (one request); its API errors as :meth:`call` maps them."""
         try:
-            return self.kube.request(method, path, subject=subject, **kw).data
+            return send().data
         except passthrough:
             raise
         except ApiError as err:
@@ -132,16 +138,18 @@ class HistoryClient:
         Retried like an idempotent request (a POST whose answer was lost is sent again): every caller reads the
         409 it may then get as "exists already" and re-reads (docs/reliability.md, Retries).
         """
-        return self._remember(self.call("POST", self.path(resource=resource),
-                                        self.subject(body["metadata"]["name"], kind), action,
-                                        passthrough=(ConflictError,), body=body, repeatable=True), resource,
-                              written=True)
+        subject = self.subject(body["metadata"]["name"], kind)
+        written = self._sent(lambda: writes.create(self.kube, self.path(resource=resource), body, subject,
+                                                   repeatable=True), subject, action, passthrough=(ConflictError,))
+        return self._remember(written, resource, written=True)
 
     def put(self, body, action, resource="configmaps", kind="ConfigMap", passthrough=(ConflictError,)):
         """PUT ``body`` (conditioned on its resourceVersion); ConflictError passes through."""
         name = body["metadata"]["name"]
-        return self._remember(self.call("PUT", self.path(name, resource), self.subject(name, kind), action,
-                                        passthrough=passthrough, body=body), resource, written=True)
+        subject = self.subject(name, kind)
+        written = self._sent(lambda: writes.replace(self.kube, self.path(name, resource), body, subject), subject,
+                             action, passthrough=passthrough)
+        return self._remember(written, resource, written=True)
 
     def update(self, name, change, action, missing_hint=None, missing_ok=False):
         """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
@@ -196,13 +204,13 @@ class HistoryClient:
     def delete(self, obj, action, resource="configmaps", kind="ConfigMap"):
         """Delete exactly the object that was read (uid precondition); False when already gone."""
         name = obj["metadata"]["name"]
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"uid": obj["metadata"].get("uid")}}
+        subject = self.subject(name, kind)
         if resource == "configmaps":
             self._seen.pop(name, None)
         try:
-            self.call("DELETE", self.path(name, resource), self.subject(name, kind), action,
-                      passthrough=(NotFoundError, ConflictError), body=body)
+            self._sent(lambda: writes.delete(self.kube, self.path(name, resource), subject,
+                                             uid=obj["metadata"].get("uid")),
+                       subject, action, passthrough=(NotFoundError, ConflictError))
         except NotFoundError:
             return False
         except ConflictError:
