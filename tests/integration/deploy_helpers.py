@@ -18,7 +18,8 @@ import uuid
 
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import record_meta
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
@@ -172,17 +173,17 @@ def versions(cluster, namespace):
 
 def history_configmaps(cluster, namespace, key=KEY):
     return {cm["metadata"]["name"]: cm for cm in cluster.list("v1", "ConfigMap", namespace)
-            if cm["metadata"]["name"].startswith(hc.locator_name(key))}
+            if cm["metadata"]["name"].startswith(locator_name(key))}
 
 
 def locator(cluster, namespace, key=KEY):
-    cm = cluster.get("v1", "ConfigMap", namespace, hc.locator_name(key))
+    cm = cluster.get("v1", "ConfigMap", namespace, locator_name(key))
     return None if cm is None else cm["data"]
 
 
 def record_status(cluster, namespace, version, key=KEY):
-    cm = cluster.get("v1", "ConfigMap", namespace, hc.record_name(key, version))
-    return None if cm is None else hc.record_meta(cm)["status"]
+    cm = cluster.get("v1", "ConfigMap", namespace, record_name(key, version))
+    return None if cm is None else record_meta(cm)["status"]
 
 
 def mid_rollout(cluster, namespace, name, key=KEY):

@@ -22,7 +22,9 @@ import secrets
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    STATUS_DEPLOYED, STATUS_FAILED, STATUS_SUPERSEDED)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import history_configmaps, locator, mid_rollout, record_status
@@ -208,7 +210,7 @@ def test_a_job_cancelled_mid_apply_releases_the_lock_and_the_next_job_converges(
     awx.assert_no_secret(cancelled)
     loc = locator(cluster, namespace, KEY)
     assert (loc["version"], loc["lockHolder"]) == ("1.0.0", ""), "1.0.0 still in service, the lock released: %r" % loc
-    assert record_status(cluster, namespace, "2.0.0", KEY) == hc.STATUS_FAILED
+    assert record_status(cluster, namespace, "2.0.0", KEY) == STATUS_FAILED
 
     # the next job, without deploy_break_lock, converges
     again = succeeded(awx.job("deploy", awx.extravars(deploy_artifact=awx.artifact("2.0.0")), limit=cluster.name))
@@ -217,8 +219,8 @@ def test_a_job_cancelled_mid_apply_releases_the_lock_and_the_next_job_converges(
     assert "broke the release lock" not in again.stdout
     loc = locator(cluster, namespace, KEY)
     assert (loc["version"], loc["lockHolder"]) == ("2.0.0", ""), loc
-    assert record_status(cluster, namespace, "1.0.0", KEY) == hc.STATUS_SUPERSEDED
-    assert record_status(cluster, namespace, "2.0.0", KEY) == hc.STATUS_DEPLOYED
+    assert record_status(cluster, namespace, "1.0.0", KEY) == STATUS_SUPERSEDED
+    assert record_status(cluster, namespace, "2.0.0", KEY) == STATUS_DEPLOYED
     assert sorted(history_configmaps(cluster, namespace, KEY)) == sorted(
-        [hc.locator_name(KEY), hc.record_name(KEY, "1.0.0"), hc.record_name(KEY, "2.0.0")])
+        [locator_name(KEY), record_name(KEY, "1.0.0"), record_name(KEY, "2.0.0")])
     assert not marked(marker)

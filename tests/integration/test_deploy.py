@@ -20,7 +20,9 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    STATUS_DEPLOYED, STATUS_FAILED)
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import KEY, actions, configmap, deployment, service
@@ -122,7 +124,7 @@ def test_redeploy_changes_one_image_then_a_rerun_writes_nothing(cluster, namespa
     assert rerun.history == {}
     assert kube.writes() == []  # nothing changed: no apply sent (unchanged.py, issue 13) ...
     assert h.versions(cluster, namespace) == before  # ... and the server stored nothing, history included
-    assert {"ConfigMap/" + hc.locator_name(KEY), "ConfigMap/" + hc.record_name(KEY, "1.1.0"),
+    assert {"ConfigMap/" + locator_name(KEY), "ConfigMap/" + record_name(KEY, "1.1.0"),
             "Deployment.apps/web", "Deployment.apps/api", "Service/web"} <= set(before)
     assert any(k.startswith("Pod/web-") for k in before) and any(k.startswith("EndpointSlice.") for k in before)
 
@@ -149,7 +151,7 @@ def test_namespaces_first_then_history_then_tiers_concurrently(cluster, namespac
         assert ns_patch < record_post < first_cm and last_cm < web
         assert kube.peak == 3  # seven ConfigMaps in one tier, three at a time
 
-        record = cluster.get("v1", "ConfigMap", namespace, hc.record_name(KEY, "1.0.0"))
+        record = cluster.get("v1", "ConfigMap", namespace, record_name(KEY, "1.0.0"))
         ns_obj = cluster.get("v1", "Namespace", None, extra)
         assert ns_obj["metadata"]["creationTimestamp"] <= record["metadata"]["creationTimestamp"]
         for i in range(6):
@@ -221,7 +223,7 @@ def test_check_mode_writes_nothing_and_reports_exactly(cluster, namespace, tmp_p
 
     before = snapshot()
     assert before[1] is None
-    assert {"ConfigMap/" + hc.locator_name(KEY), "ConfigMap/" + hc.record_name(KEY, "1")} <= set(before[0])
+    assert {"ConfigMap/" + locator_name(KEY), "ConfigMap/" + record_name(KEY, "1")} <= set(before[0])
 
     kube = h.Recording(cluster.kube)
     v2 = [configmap("a", x="2"), configmap("new", x="1"), deployment("web"), secret,
@@ -304,14 +306,14 @@ def test_progress_deadline_fails_at_once_and_keeps_the_release_in_service(cluste
     assert "ImagePullBackOff" in str(err) and "timed out progressing" in str(err)
     assert err.partial.status == "failed"
     assert actions(err.partial) == {"Deployment/%s/web" % namespace: "configured"}
-    assert h.record_status(cluster, namespace, "2") == hc.STATUS_FAILED
+    assert h.record_status(cluster, namespace, "2") == STATUS_FAILED
     assert h.locator(cluster, namespace)["version"] == "1"
-    assert h.record_status(cluster, namespace, "1") == hc.STATUS_DEPLOYED
+    assert h.record_status(cluster, namespace, "1") == STATUS_DEPLOYED
 
     fixed = h.deploy(cluster, tmp_path, [deployment("web", deadline=5, image="registry.k8s.io/pause:3.9")],
                      namespace, version="2", wait_timeout=60)
     assert fixed.status == "deployed" and fixed.previous == "1"
-    assert h.record_status(cluster, namespace, "2") == hc.STATUS_DEPLOYED
+    assert h.record_status(cluster, namespace, "2") == STATUS_DEPLOYED
     assert h.locator(cluster, namespace)["version"] == "2"
 
 
@@ -330,7 +332,7 @@ def test_wait_timeout_names_the_workload_and_why(cluster, namespace, tmp_path):
     assert "ImagePullBackOff" in text
     statuses = {s["ref"]: s["status"] for s in err.statuses}
     assert statuses == {"Deployment/%s/slow" % namespace: "InProgress", "Deployment/%s/fine" % namespace: "Current"}
-    assert h.record_status(cluster, namespace, "1") == hc.STATUS_FAILED
+    assert h.record_status(cluster, namespace, "1") == STATUS_FAILED
     assert h.locator(cluster, namespace)["version"] == ""
 
 

@@ -30,7 +30,8 @@ import uuid
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import STATUS_DEPLOYED
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, LockedError, ManentError
@@ -219,9 +220,9 @@ def check_consistent(cluster, ns, in_service, versions_saved):
     assert loc["version"] == in_service, loc
     assert loc["lockHolder"] == "", "the lock is released: %r" % loc
     assert cluster.get("v1", "ConfigMap", ns, "settings")["data"] == {"v": in_service}
-    records = sorted(name for name in history_configmaps(cluster, ns) if name != hc.locator_name(KEY))
-    assert records == sorted(hc.record_name(KEY, v) for v in versions_saved), records
-    assert record_status(cluster, ns, in_service) == hc.STATUS_DEPLOYED
+    records = sorted(name for name in history_configmaps(cluster, ns) if name != locator_name(KEY))
+    assert records == sorted(record_name(KEY, v) for v in versions_saved), records
+    assert record_status(cluster, ns, in_service) == STATUS_DEPLOYED
 
 
 def record(case, passed, detail=""):
@@ -254,7 +255,7 @@ def _phase_match(phase, ns):
     """When to kill the API server: at the Deployment's apply, at the first read of it after that (the rollout
     wait), or at the promote (the locator written with the new record in service)."""
     seen = {"patched": False}
-    loc_path = "/namespaces/%s/configmaps/%s" % (ns, hc.locator_name(KEY))
+    loc_path = "/namespaces/%s/configmaps/%s" % (ns, locator_name(KEY))
 
     def match(method, url, body):
         applied = method == "PATCH" and "/deployments/web" in url and "dryRun=All" not in url  # not its dry run
@@ -266,7 +267,7 @@ def _phase_match(phase, ns):
                 return False
             return seen["patched"] and method == "GET" and "/deployments" in url
         return method == "PUT" and url.split("?")[0].endswith(loc_path) and \
-            hc.record_name(KEY, "2.0.0").encode() in body and b'"lockHolder"' in body
+            record_name(KEY, "2.0.0").encode() in body and b'"lockHolder"' in body
     return match
 
 
@@ -539,7 +540,7 @@ def test_two_deploys_racing_for_a_new_release_key_exactly_one_wins(faults, ns, t
     cluster = faults.first
     barrier = threading.Barrier(2, timeout=30)
     outcomes = {}
-    locator_path = "/configmaps/" + hc.locator_name(KEY)
+    locator_path = "/configmaps/" + locator_name(KEY)
 
     def run(i):
         kube = faults.kube()
@@ -569,7 +570,7 @@ def test_an_expired_lock_is_taken_over_with_a_note(faults, ns, tmp_path):
     deployer(cluster, kube=faults.kube()).deploy(render_bundle(cluster, tmp_path, release_objects("1.0.0"), ns))
     with Case("stale lock of a killed deploy: refused naming the holder while held, taken over (with a warning) "
               "once expired"):
-        name = hc.locator_name(KEY)
+        name = locator_name(KEY)
         cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
                        "data": {"lockHolder": "killed@ci:99", "lockSince": "2026-01-01T00:00:00Z",
                                 "lockExpires": "2099-01-01T00:00:00Z"}}, manager="fault-test")
@@ -754,7 +755,7 @@ def test_ansible_playbook_killed_mid_apply_and_mid_wait_rerun_converges(faults, 
         assert "broke the release lock held by deploy %r" % holder in run.output, run.explain()
         loc = locator(cluster, ns, WEB_KEY)
         assert loc["version"] == "3.0.0" and loc["lockHolder"] == ""
-        assert record_status(cluster, ns, "3.0.0", WEB_KEY) == hc.STATUS_DEPLOYED
+        assert record_status(cluster, ns, "3.0.0", WEB_KEY) == STATUS_DEPLOYED
         assert record_status(cluster, ns, "2.0.0", WEB_KEY) in ("pending", "failed", None)
 
 
@@ -828,7 +829,7 @@ def test_soak_randomized_faults(faults, ns, tmp_path):
                     assert loc["version"] == in_service, (detail, loc)
                     assert cluster.get("v1", "ConfigMap", ns, "settings")["data"]["v"] in (in_service, version)
                 if in_service == version:
-                    assert loc["lockHolder"] == "" and record_status(cluster, ns, version) == hc.STATUS_DEPLOYED, loc
+                    assert loc["lockHolder"] == "" and record_status(cluster, ns, version) == STATUS_DEPLOYED, loc
                     assert cluster.get("v1", "ConfigMap", ns, "settings")["data"] == {"v": version}
     finally:
         proxy.stop()

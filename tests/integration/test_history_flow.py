@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import (
+    LABEL_HISTORY, locator_name, record_name)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, LockedError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
@@ -46,8 +47,8 @@ def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
                    wait_timeout=60)
         assert r.status == "deployed"
     names = set(history_configmaps(cluster, namespace))
-    assert hc.record_name(KEY, "1.0.0") not in names, "v1's record is beyond keep_releases=2"
-    assert {hc.record_name(KEY, "2.0.0"), hc.record_name(KEY, "3.0.0"), hc.locator_name(KEY)} <= names
+    assert record_name(KEY, "1.0.0") not in names, "v1's record is beyond keep_releases=2"
+    assert {record_name(KEY, "2.0.0"), record_name(KEY, "3.0.0"), locator_name(KEY)} <= names
     assert history_configmaps(cluster, namespace, OTHER) == other_before, "another application's history untouched"
     assert record_status(cluster, namespace, "2.0.0") == "superseded"
     assert live_specs(cluster, namespace) == (2, "registry.k8s.io/pause:3.10", {"b": {"v": "3"}, "c": {"v": "3"}})
@@ -175,13 +176,13 @@ def test_retention_decides_from_the_listing_taken_under_the_lock(cluster, namesp
     kube = Recording(cluster.kube)
     result = deploy(cluster, tmp_path, [configmap("b", v="4")], namespace, version="4.0.0", keep_releases=2,
                     wait=False, kube=kube)
-    assert result.status == "deployed" and result.history["deleted"] == [hc.record_name(KEY, "2.0.0")]
+    assert result.status == "deployed" and result.history["deleted"] == [record_name(KEY, "2.0.0")]
     listed = [i for i, (m, p, q) in enumerate(kube.calls) if m == "GET" and p.endswith("/configmaps")
-              and hc.LABEL_HISTORY in q.get("labelSelector", "")]
+              and LABEL_HISTORY in q.get("labelSelector", "")]
     first_patch = min(i for i, (m, _p, q) in enumerate(kube.calls) if m == "PATCH" and q.get("dryRun") != "All")
     assert listed and max(listed) < first_patch, kube.calls  # no LIST of the history after the applies
-    records = {name for name in history_configmaps(cluster, namespace) if name != hc.locator_name(KEY)}
-    assert records == {hc.record_name(KEY, "3.0.0"), hc.record_name(KEY, "4.0.0")}
+    records = {name for name in history_configmaps(cluster, namespace) if name != locator_name(KEY)}
+    assert records == {record_name(KEY, "3.0.0"), record_name(KEY, "4.0.0")}
     assert (record_status(cluster, namespace, "3.0.0"), record_status(cluster, namespace, "4.0.0")) == (
         "superseded", "deployed")
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import encode_record
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from tests.integration.playbook_helpers import run_history_module
@@ -18,7 +19,7 @@ def run_module(cluster, namespace, check=False, **args):
 
 
 def old_record(cluster, namespace, version, objects):
-    cm = codec.encode_record(Release(KEY, version, "d-old"), namespace, [], meta={"status": "deployed"})
+    cm = encode_record(Release(KEY, version, "d-old"), namespace, [], meta={"status": "deployed"})
     cm.pop("binaryData", None)
     cm["data"]["objects.json"] = json.dumps(objects)
     cluster.kube.request("POST", "/api/v1/namespaces/%s/configmaps" % namespace, body=cm)
@@ -43,7 +44,7 @@ def test_audit_then_rewrite_stored_history(cluster, namespace):
     done = run_module(cluster, namespace, operation="rewrite")
     assert done["changed"] is True and [f["action"] for f in done["findings"]] == ["rewritten"]
     assert HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")[1][0]["apiVersion"] == "apps/v1"
-    assert cluster.get("v1", "ConfigMap", namespace, codec.record_name(KEY, "1.0.0") + "-bak") is not None
+    assert cluster.get("v1", "ConfigMap", namespace, record_name(KEY, "1.0.0") + "-bak") is not None
 
     again = run_module(cluster, namespace, operation="rewrite")
     assert again["changed"] is False and again["findings"] == []

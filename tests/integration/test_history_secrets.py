@@ -13,7 +13,10 @@ import os
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.companion_format import SECRETS_TYPE
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    OBJECTS_KEY, SECRETS_FIELD, decode_record, encode_record)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, HistoryError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
@@ -86,8 +89,8 @@ def test_view_role_reads_no_secret_value_in_history(cluster, namespace, tmp_path
         readable = viewer.get_json("/api/v1/namespaces/%s/configmaps" % namespace)["items"]
 
     names = {cm["metadata"]["name"] for cm in readable}
-    records = [hc.record_name(KEY, v) for v in ("1.0.0", "2.0.0")]
-    assert set(records) | {hc.locator_name(KEY)} <= names, "the viewer reads the whole history"
+    records = [record_name(KEY, v) for v in ("1.0.0", "2.0.0")]
+    assert set(records) | {locator_name(KEY)} <= names, "the viewer reads the whole history"
     for cm in readable:
         text = readable_text(cm)
         for version in ("1.0.0", "2.0.0"):
@@ -95,7 +98,7 @@ def test_view_role_reads_no_secret_value_in_history(cluster, namespace, tmp_path
                 assert needle not in text, "%s leaks a Secret value" % cm["metadata"]["name"]
     # The records still list the Secret (without values) and name the companion that holds it.
     for cm in (c for c in readable if c["metadata"]["name"] in records):
-        meta, stored = hc.decode_record(cm)
+        meta, stored = decode_record(cm)
         assert meta["secrets"] == cm["metadata"]["name"] and meta["format"] == "2"
         assert [o["metadata"]["name"] for o in stored if o["kind"] == "Secret"] == ["db"]
     # The same search finds the value where it is meant to be: the companion Secret (admin only).
@@ -131,16 +134,16 @@ def test_cleanup_and_redeploy_without_secrets_delete_companions(cluster, namespa
     for version in ("1.0.0", "2.0.0", "3.0.0"):
         deploy(cluster, tmp_path, [secret(version)], namespace, version=version, keep_releases=2)
     companions = {s["metadata"]["name"] for s in cluster.list("v1", "Secret", namespace)
-                  if s.get("type") == hc.SECRETS_TYPE}
-    assert companions == {hc.record_name(KEY, "2.0.0"), hc.record_name(KEY, "3.0.0")}
-    assert hc.record_name(KEY, "1.0.0") not in history_configmaps(cluster, namespace)
+                  if s.get("type") == SECRETS_TYPE}
+    assert companions == {record_name(KEY, "2.0.0"), record_name(KEY, "3.0.0")}
+    assert record_name(KEY, "1.0.0") not in history_configmaps(cluster, namespace)
 
     # 3.0.0 deployed again (another deploy id) without its Secret: the record is replaced, its companion goes.
     bundle = make_bundle([configmap("cfg", v="3")], namespace, version="3.0.0", deployment="d-again")
     deployer(cluster).deploy(bundle)
     remaining = {s["metadata"]["name"] for s in cluster.list("v1", "Secret", namespace)
-                 if s.get("type") == hc.SECRETS_TYPE}
-    assert remaining == {hc.record_name(KEY, "2.0.0")}
+                 if s.get("type") == SECRETS_TYPE}
+    assert remaining == {record_name(KEY, "2.0.0")}
     assert HistoryStore(cluster.kube, namespace, KEY).load("3.0.0")[0]["secrets"] == ""
 
 
@@ -168,10 +171,10 @@ def test_configmap_rights_suffice_for_releases_without_secrets(cluster, namespac
 
 def old_format_record(namespace, version, objects, status="deployed"):
     """A record as the earlier format wrote it: every object, Secret values included, in the ConfigMap."""
-    cm = hc.encode_record(Release(KEY, version, "d-old-" + version), namespace, [], meta={"status": status})
+    cm = encode_record(Release(KEY, version, "d-old-" + version), namespace, [], meta={"status": status})
     raw = json.dumps(objects, sort_keys=True, separators=(",", ":")).encode()
-    cm["binaryData"] = {hc.OBJECTS_KEY: base64.b64encode(gzip.compress(raw)).decode()}
-    cm["data"].pop(hc.SECRETS_FIELD)
+    cm["binaryData"] = {OBJECTS_KEY: base64.b64encode(gzip.compress(raw)).decode()}
+    cm["data"].pop(SECRETS_FIELD)
     cm["data"].update(format="1", objectCount=str(len(objects)))
     return cm
 
@@ -188,7 +191,7 @@ def old_release_in_service(cluster, namespace):
     store.acquire()
     store.promote(first.release)
     store.release_lock()
-    return hc.record_name(KEY, "1.0.0")
+    return record_name(KEY, "1.0.0")
 
 
 def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namespace, tmp_path):
@@ -208,7 +211,7 @@ def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namesp
     for needle in needles("1.0.0"):
         assert needle not in readable_text(migrated)
     assert migrated["data"]["format"] == "2" and migrated["data"]["status"] == "superseded"
-    assert cluster.get("v1", "Secret", namespace, old_name)["type"] == hc.SECRETS_TYPE
+    assert cluster.get("v1", "Secret", namespace, old_name)["type"] == SECRETS_TYPE
 
     rolled = deployer(cluster).rollback(namespace, KEY)
     assert rolled.status == "rolled-back" and rolled.release == "1.0.0"
@@ -238,11 +241,11 @@ def test_a_redeployed_version_of_the_earlier_format_is_rewritten_not_migrated(cl
 def test_missing_companion_is_a_clear_error_before_any_change(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0"):
         deploy(cluster, tmp_path, [secret(version)], namespace, version=version)
-    cluster.delete("v1", "Secret", namespace, hc.record_name(KEY, "1.0.0"))
+    cluster.delete("v1", "Secret", namespace, record_name(KEY, "1.0.0"))
     with pytest.raises(HistoryError) as err:
         deployer(cluster).rollback(namespace, KEY)
     message = str(err.value)
-    assert "Secret/%s/%s" % (namespace, hc.record_name(KEY, "1.0.0")) in message and "missing" in message
+    assert "Secret/%s/%s" % (namespace, record_name(KEY, "1.0.0")) in message and "missing" in message
     assert live_password(cluster, namespace)[0] == PLAIN["2.0.0"], "nothing was changed"
     assert locator(cluster, namespace)["version"] == "2.0.0"
 

@@ -13,12 +13,16 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator_format import encode_locator
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import (
+    HISTORY_BACKUP, HISTORY_LOCATOR, HISTORY_RECORD, LABEL_HISTORY, backup_name, history_labels, locator_name,
+    record_name, version_part)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import RECORD_FIELDS
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     HistoryError, InputError, LockedError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import (
-    ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, HISTORY_BACKUP, HistoryStore, backup_name)
+    ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, HistoryStore)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
 pytestmark = pytest.mark.integration
@@ -71,7 +75,7 @@ def test_first_acquire_creates_the_locked_locator(cluster, namespace):
     got = history.acquire()
 
     cm = get_cm(cluster, namespace, "manent-untenanted-shop-shop-api-prod-29195a97")
-    assert cm["metadata"]["labels"] == hc.history_labels(SHOP, hc.HISTORY_LOCATOR)
+    assert cm["metadata"]["labels"] == history_labels(SHOP, HISTORY_LOCATOR)
     assert cm["data"] == {"version": "", "deployment": "", "record": "", "slot": "", "replaced": "",
                           "replacedRecord": "", "updated": "2024-05-01T12:00:00Z", "lockHolder": "deploy-1",
                           "lockSince": "2024-05-01T12:00:00Z", "lockExpires": "2024-05-01T12:15:00Z",
@@ -127,15 +131,15 @@ def test_break_lock_takes_a_held_lock(cluster, namespace):
 
 @pytest.mark.parametrize("holder", ["d2", "ghost"])
 def test_unreadable_lock_needs_break_lock(cluster, namespace, holder):
-    cluster.apply(dict(hc.encode_locator(SHOP, namespace, {"lockHolder": "ghost", "lockSince": "yesterday"}, T0),
-                       metadata={"name": hc.locator_name(SHOP), "namespace": namespace}))
+    cluster.apply(dict(encode_locator(SHOP, namespace, {"lockHolder": "ghost", "lockSince": "yesterday"}, T0),
+                       metadata={"name": locator_name(SHOP), "namespace": namespace}))
     with pytest.raises(HistoryError, match="no readable lockSince/lockExpires"):
         store(cluster, namespace, holder=holder).acquire()
     breaker = store(cluster, namespace, holder=holder, now=at(T0))
     got = breaker.acquire(break_lock=True)
     assert (got["lockHolder"], got["lockSince"]) == (holder, "2024-05-01T12:00:00Z")
     assert breaker.notes == ["broke the release lock held by deploy 'ghost' since yesterday (break_lock: true) on "
-                             "ConfigMap/%s/%s" % (namespace, hc.locator_name(SHOP))]
+                             "ConfigMap/%s/%s" % (namespace, locator_name(SHOP))]
 
 
 def test_release_lock_only_clears_our_own_lock(cluster, namespace):
@@ -208,7 +212,7 @@ def test_forbidden_keeps_the_server_message(cluster, namespace):
             store(cluster, namespace, kube=limited).acquire()
     message = str(err.value)
     assert 'User "manent-deployer" cannot get resource "configmaps"' in message
-    assert "ConfigMap/%s/%s" % (namespace, hc.locator_name(SHOP)) in message
+    assert "ConfigMap/%s/%s" % (namespace, locator_name(SHOP)) in message
     assert "in namespace %s" % namespace in message
 
 
@@ -221,9 +225,9 @@ def test_save_mark_promote_round_trip(cluster, namespace):
     v1 = Release(SHOP, "1.0.0", "deploy-1")
     v1_objects = [configmap("shop", namespace, greeting="ciao"), deployment("shop", namespace)]
     name1 = history.save_record(v1, v1_objects, {"artifactSha256": "ab" * 32})
-    assert name1 == "manent-untenanted-shop-shop-api-prod-29195a97-1-0-0-" + hc.version_part("1.0.0")[-6:]
+    assert name1 == "manent-untenanted-shop-shop-api-prod-29195a97-1-0-0-" + version_part("1.0.0")[-6:]
     record = get_cm(cluster, namespace, name1)
-    assert record["metadata"]["labels"] == hc.history_labels(SHOP, hc.HISTORY_RECORD, "1.0.0")
+    assert record["metadata"]["labels"] == history_labels(SHOP, HISTORY_RECORD, "1.0.0")
     assert record["data"]["status"] == "pending" and record["data"]["created"] == "2024-05-01T12:00:00Z"
     assert history.in_service() is None
 
@@ -363,9 +367,9 @@ def test_remembered_versions_spare_reads_but_never_decide_alone(cluster, namespa
     assert mine.in_service() is None
 
     # The remembered locator was deleted meanwhile: locking creates it again.
-    cluster.delete("v1", "ConfigMap", namespace, hc.locator_name(SHOP))
+    cluster.delete("v1", "ConfigMap", namespace, locator_name(SHOP))
     assert mine.acquire()["lockHolder"] == "mine"
-    assert get_cm(cluster, namespace, hc.locator_name(SHOP))["data"]["lockHolder"] == "mine"
+    assert get_cm(cluster, namespace, locator_name(SHOP))["data"]["lockHolder"] == "mine"
 
 
 def test_a_locator_read_absent_is_created_locked_without_reading_it_again(cluster, namespace):
@@ -399,7 +403,7 @@ def test_records_are_listed_newest_first_without_other_histories(cluster, namesp
     records = history.records()
     # created desc; the tie at minute 10 is broken by name (desc)
     assert [r["version"] for r in records] == ["3.0.0", "2.5.0", "2.0.0", "1.0.0"]
-    assert set(records[0]) == set(hc.RECORD_FIELDS) | {"name", "namespace"}
+    assert set(records[0]) == set(RECORD_FIELDS) | {"name", "namespace"}
     assert records[0]["objectCount"] == "1" and records[0]["namespace"] == namespace
 
 
@@ -426,7 +430,7 @@ def test_cleanup_keeps_the_newest_and_the_protected_records_of_this_key_only(clu
 
     deleted = history.cleanup(3)
 
-    assert deleted == [hc.record_name(SHOP, "1.0.2"), hc.record_name(SHOP, "1.0.3")]  # oldest first
+    assert deleted == [record_name(SHOP, "1.0.2"), record_name(SHOP, "1.0.3")]  # oldest first
     assert [r["version"] for r in history.records()] == ["1.0.6", "1.0.5", "1.0.4", "1.0.1", "1.0.0"]
     assert cm_names(cluster, namespace) == sorted(set(before) - set(deleted))
     assert set(others) <= set(cm_names(cluster, namespace))
@@ -449,13 +453,13 @@ def test_cleanup_under_the_lock_counts_records_written_after_its_listing(cluster
                         {"created": T0 + datetime.timedelta(minutes=2)})
     history.promote(Release(SHOP, "1.0.2", "d"), "1.0.1")  # reads 1.0.1 to mark it superseded
 
-    assert history.cleanup(2) == [hc.record_name(SHOP, "1.0.0")]
+    assert history.cleanup(2) == [record_name(SHOP, "1.0.0")]
     assert [r["version"] for r in history.records()] == ["1.0.2", "1.0.1"]
     history.release_lock()
     # without the lock nothing is taken from the earlier listing: a record written since counts (an old one here)
     meanwhile.save_record(Release(SHOP, "0.9.0", "d"), [configmap("x", namespace)],
                           {"created": T0 - datetime.timedelta(minutes=1)})
-    assert history.cleanup(2) == [hc.record_name(SHOP, "0.9.0")]
+    assert history.cleanup(2) == [record_name(SHOP, "0.9.0")]
 
 
 def test_oversize_record_is_refused_before_anything_is_written(cluster, namespace):
@@ -517,7 +521,7 @@ def test_rewrite_api_versions_maps_renames_backs_up_and_is_idempotent(cluster, n
     backup = get_cm(cluster, namespace, renamed_name + "-bak")
     assert backup["data"] == originals[renamed_name]["data"]
     assert backup["binaryData"] == originals[renamed_name]["binaryData"]
-    assert backup["metadata"]["labels"][hc.LABEL_HISTORY] == HISTORY_BACKUP
+    assert backup["metadata"]["labels"][LABEL_HISTORY] == HISTORY_BACKUP
     assert backup["metadata"]["annotations"]["manent.io/backup-of"] == renamed_name
     assert [r["version"] for r in history.records()] == ["2.0.0", "1.0.0"]  # the backup is not a record
     # The mapped object is accepted by the API server as it is.

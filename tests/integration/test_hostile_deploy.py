@@ -21,7 +21,9 @@ import os
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as ha
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    OBJECTS_KEY, decode_record, decode_strays, with_objects)
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import stamp
 from tests.helpers import helm_binary
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
@@ -211,18 +213,18 @@ def _stamped(obj, namespace):
 
 TAMPER = [
     ("history: record with bad gzip", lambda cm, ns: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: base64.b64encode(b"\x1f\x8b\x08garbage").decode()}), ("objects are corrupt",)),
+        {OBJECTS_KEY: base64.b64encode(b"\x1f\x8b\x08garbage").decode()}), ("objects are corrupt",)),
     ("history: record with the wrong schema", lambda cm, ns: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed({"objects": "none"})}), ("not a list of objects",)),
+        {OBJECTS_KEY: _packed({"objects": "none"})}), ("not a list of objects",)),
     ("history: record holding an object outside the release namespace", lambda cm, ns: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed([_stamped({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                                            "metadata": {"name": "grab", "namespace": "kube-system"},
-                                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                                        "kind": "ClusterRole", "name": "cluster-admin"},
-                                            "subjects": [{"kind": "Group", "name": "system:authenticated"}]}, ns)])}),
+        {OBJECTS_KEY: _packed([_stamped({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                         "metadata": {"name": "grab", "namespace": "kube-system"},
+                                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                     "kind": "ClusterRole", "name": "cluster-admin"},
+                                         "subjects": [{"kind": "Group", "name": "system:authenticated"}]}, ns)])}),
      ("RoleBinding/kube-system/grab", "outside the release namespace")),
     ("history: record holding another release's objects", lambda cm, ns: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed([stamp({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        {OBJECTS_KEY: _packed([stamp({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
             "name": "settings", "namespace": ns}, "data": {"a": "stolen"}}, Release(
                 ReleaseKey("billing", "ledger", "prod"), "7.0.0", "d7"))])}),
      ("ConfigMap/%(ns)s/settings", "belongs to another release (untenanted/billing/ledger/prod)")),
@@ -234,11 +236,11 @@ ROLLBACK_ONLY = [
     ("history: record relabelled as another release's", lambda cm, ns: cm["metadata"]["labels"].update(
         {"manent.io/application": "billing"}), ("labels name another release",)),
     ("history: record holding a cluster-scoped object", lambda cm, ns: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed([_stamped({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                                            "metadata": {"name": "grab-" + ns},
-                                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                                        "kind": "ClusterRole", "name": "cluster-admin"},
-                                            "subjects": [{"kind": "Group", "name": "system:authenticated"}]}, ns)])}),
+        {OBJECTS_KEY: _packed([_stamped({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                                         "metadata": {"name": "grab-" + ns},
+                                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                     "kind": "ClusterRole", "name": "cluster-admin"},
+                                         "subjects": [{"kind": "Group", "name": "system:authenticated"}]}, ns)])}),
      ("ClusterRoleBinding/grab-%(ns)s", "cluster-scoped object(s) that the history in %(ns)s cannot vouch for",
       "nothing was changed")),
 ]
@@ -263,11 +265,11 @@ def test_a_record_edited_to_list_objects_of_others_does_not_get_them_pruned(clus
     try:
         for obj in victims:
             cluster.apply(obj)
-        record = hc.record_name(key, "1.0.0")
+        record = record_name(key, "1.0.0")
         cm = cluster.get("v1", "ConfigMap", namespace, record)
-        _meta, stored = hc.decode_record(cm)
+        _meta, stored = decode_record(cm)
         stored += [stamp(json.loads(json.dumps(obj)), Release(key, "1.0.0", "d1")) for obj in victims]
-        cm = hc.with_objects(cm, stored, record)
+        cm = with_objects(cm, stored, record)
         cm["metadata"].pop("managedFields", None)
         cluster.kube.request("PUT", cluster.path("v1", "ConfigMap", namespace, record), body=cm)
 
@@ -294,7 +296,7 @@ def two_releases(cluster, namespace, tmp_path):
     key = key_of_test(namespace)
     deploy(cluster, tmp_path, [configmap("settings", a="1")], namespace, version="1.0.0", key=key, wait=False)
     deploy(cluster, tmp_path, [configmap("settings", a="2")], namespace, version="2.0.0", key=key, wait=False)
-    return hc.record_name(key, "1.0.0")
+    return record_name(key, "1.0.0")
 
 
 @pytest.mark.parametrize("operation, case, change, expected",
@@ -350,22 +352,22 @@ def test_a_rollback_writes_cluster_scoped_objects_only_as_manent_stored_them(clu
         deploy(cluster, tmp_path, [configmap("settings", a="2"), role("get", "list")], namespace, version="2.0.0",
                key=key, wait=False)
         assert list(_anchors(cluster, namespace, key)) == ["1.0.0", "2.0.0"]
-        record = hc.record_name(key, "1.0.0")
+        record = record_name(key, "1.0.0")
         original = cluster.get("v1", "ConfigMap", namespace, record)
 
         # 1. 1.0.0's ClusterRole widened in its record: refused, nothing written
-        _meta, stored = hc.decode_record(original)
+        _meta, stored = decode_record(original)
         for obj in stored:
             if obj["kind"] == "ClusterRole":
                 obj["rules"] = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
-        _put_record(cluster, namespace, hc.with_objects(copy.deepcopy(original), stored, record))
+        _put_record(cluster, namespace, with_objects(copy.deepcopy(original), stored, record))
         refused("history: record whose cluster-scoped object was changed (rollback)", cluster, namespace, rollback,
                 record, "ClusterRole/" + name, "cannot vouch for", "nothing was changed")
         assert verbs() == ["get", "list"]
 
         # 2. the record as manent wrote it: the anchor vouches for it, the ClusterRole goes back
-        _put_record(cluster, namespace, hc.with_objects(cluster.get("v1", "ConfigMap", namespace, record),
-                                                        hc.decode_record(original)[1], record))
+        _put_record(cluster, namespace, with_objects(cluster.get("v1", "ConfigMap", namespace, record),
+                                                     decode_record(original)[1], record))
         failed, result = rollback()
         assert not failed and result["status"] == "rolled-back", result
         assert verbs() == ["get"]
@@ -421,10 +423,10 @@ def test_a_rollback_prunes_cluster_scoped_objects_only_for_records_the_anchor_vo
         assert list(_anchors(cluster, namespace, key)) == ["1.0.0", "2.0.0"]
 
         # 1.0.0's record with its ClusterRole taken out: the rollback to it leaves both ClusterRoles
-        record = hc.record_name(key, "1.0.0")
+        record = record_name(key, "1.0.0")
         original = cluster.get("v1", "ConfigMap", namespace, record)
-        stripped = [o for o in hc.decode_record(original)[1] if o["kind"] != "ClusterRole"]
-        _put_record(cluster, namespace, hc.with_objects(copy.deepcopy(original), stripped, record))
+        stripped = [o for o in decode_record(original)[1] if o["kind"] != "ClusterRole"]
+        _put_record(cluster, namespace, with_objects(copy.deepcopy(original), stripped, record))
         failed, result = rollback()
         assert not failed and result["status"] == "rolled-back", result
         assert live("kept") and live("added")
@@ -433,14 +435,14 @@ def test_a_rollback_prunes_cluster_scoped_objects_only_for_records_the_anchor_vo
         assert "ClusterRole/" + names["added"] in warned, warned
         assert _anchors(cluster, namespace, key)["1.0.0"] != ha.digest(stripped)  # written again, not vouched for
         # listed in the restored record for the next deploy, whose artifact decides, to prune
-        strays = hc.decode_strays(cluster.get("v1", "ConfigMap", namespace, record))
+        strays = decode_strays(cluster.get("v1", "ConfigMap", namespace, record))
         assert {s["metadata"]["name"] for s in strays} == set(names.values()), strays
 
         # 2.0.0 again, then back to 1.0.0 as manent wrote it: its anchor vouches, the added ClusterRole goes
         failed, result = rollback(rollback_to="2.0.0")
         assert not failed and result["status"] == "rolled-back", result
-        _put_record(cluster, namespace, hc.with_objects(cluster.get("v1", "ConfigMap", namespace, record),
-                                                        hc.decode_record(original)[1], record))
+        _put_record(cluster, namespace, with_objects(cluster.get("v1", "ConfigMap", namespace, record),
+                                                     decode_record(original)[1], record))
         failed, result = rollback(rollback_to="1.0.0")
         assert not failed and result["status"] == "rolled-back", result
         cluster.assert_deleted("rbac.authorization.k8s.io/v1", "ClusterRole", None, names["added"])

@@ -20,7 +20,9 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules import api
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import history_task
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import status
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator_format import encode_locator
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import encode_record
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
@@ -69,12 +71,12 @@ def applied(cluster, obj, key, version="1.0.0"):
 def write_old_history(cluster, ns, key, version, objects):
     """A record and locator as an older manent wrote them: uncompressed objects.json, release in service."""
     release = Release(key, version, "d-old")
-    cm = codec.encode_record(release, ns, [], meta={"status": "deployed"})
+    cm = encode_record(release, ns, [], meta={"status": "deployed"})
     cm.pop("binaryData", None)
     cm["data"]["objects.json"] = json.dumps(objects)
     cluster.kube.request("POST", "/api/v1/namespaces/%s/configmaps" % ns, body=cm)
-    loc = codec.encode_locator(key, ns, current={"version": version, "deployment": "d-old",
-                                                 "record": codec.record_name(key, version)})
+    loc = encode_locator(key, ns, current={"version": version, "deployment": "d-old",
+                                           "record": record_name(key, version)})
     cluster.kube.request("POST", "/api/v1/namespaces/%s/configmaps" % ns, body=loc)
 
 

@@ -243,7 +243,7 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     """manent_render run twice with the same work directory (two tasks of one run, each its own client): the first
     reads discovery and the version from the API server, the second only from the cache kept with them. Each
     reads the release in service (the history locator, one GET): live state, never cached."""
-    from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name
     from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
     from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
     from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import render_task
@@ -271,7 +271,7 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
 
     first = render_task.run(Task.params)
     assert ("GET", "/version") in sent and any(p in ("/api", "/apis") for _m, p in sent), sent
-    locator = "/api/v1/namespaces/shop-prod/configmaps/" + hc.locator_name(mc.release_key(Task.params))
+    locator = "/api/v1/namespaces/shop-prod/configmaps/" + locator_name(mc.release_key(Task.params))
     assert ("GET", locator) in sent, sent
     sent.clear()
     second = render_task.run(Task.params)

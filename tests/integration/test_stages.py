@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import write
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
 from tests.integration.deploy_helpers import KEY, NEVER_READY, PAUSE, configmap, deployment

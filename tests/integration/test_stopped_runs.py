@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import STATUS_FAILED
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import history_configmaps, locator, mid_rollout, record_status
 from tests.integration.playbook_helpers import (
@@ -70,7 +71,7 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
             kill_all(marker)
         loc = locator(cluster, namespace, KEY)
         assert (loc["version"], loc["lockHolder"]) == ("1.0.0", ""), "%s: %r" % (signum.name, loc)
-        assert record_status(cluster, namespace, version, KEY) == hc.STATUS_FAILED, signum.name
+        assert record_status(cluster, namespace, version, KEY) == STATUS_FAILED, signum.name
 
     again = run_playbook("deploy", inventory_path, _vars(tmp_path / "4", namespace, "4.0.0", secret), tmp_path / "4",
                          limit=cluster.name)
@@ -79,4 +80,4 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
     loc = locator(cluster, namespace, KEY)
     assert (loc["version"], loc["lockHolder"]) == ("4.0.0", ""), loc
     assert sorted(history_configmaps(cluster, namespace, KEY)) == sorted(
-        [hc.locator_name(KEY)] + [hc.record_name(KEY, v) for v in ("1.0.0", "2.0.0", "3.0.0", "4.0.0")])
+        [locator_name(KEY)] + [record_name(KEY, v) for v in ("1.0.0", "2.0.0", "3.0.0", "4.0.0")])

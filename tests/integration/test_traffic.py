@@ -13,7 +13,9 @@ import json
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    STATUS_ABORTED, STATUS_ROLLED_BACK, STATUS_SUPERSEDED, decode_record, with_objects)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
@@ -122,7 +124,7 @@ def test_full_rollout_a_to_b_then_b_to_a(cluster, namespace, tmp_path):
         assert promoted.weights == {"a": 0, "b": 100} and replicas(cluster, namespace, "shop-b") == 4
         loc = locator(cluster, namespace)
         assert (loc["version"], loc["slot"], loc["replaced"], loc["candidate"]) == ("2.0.0", "b", "1.0.0", "")
-        assert record_status(cluster, namespace, "1.0.0") == hc.STATUS_SUPERSEDED
+        assert record_status(cluster, namespace, "1.0.0") == STATUS_SUPERSEDED
 
         retired = traffic(cluster, namespace).run("retire")
         assert replicas(cluster, namespace, "shop-a") == 0 and replicas(cluster, namespace, "worker-a") == 0
@@ -162,7 +164,7 @@ def test_abort_at_half_moves_everything_back_then_scales_the_candidate_down(clus
         cluster.assert_deleted("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-b")
         assert replicas(cluster, namespace, "worker-b") == 0
         assert aborted.changed is True
-        assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ABORTED
+        assert record_status(cluster, namespace, "2.0.0") == STATUS_ABORTED
         loc = locator(cluster, namespace)
         assert (loc["version"], loc["candidate"]) == ("1.0.0", "")
         rerun = traffic(cluster, namespace).run("abort")
@@ -183,10 +185,10 @@ def test_an_abort_leaves_alone_a_slot_object_that_history_lists_but_the_release_
         bystander["metadata"]["labels"] = {slots.TRACK_LABEL: slot}
         bystander["metadata"]["namespace"] = namespace
         cluster.apply(bystander)
-        record = hc.record_name(KEY, "2.0.0")
+        record = record_name(KEY, "2.0.0")
         cm = cluster.get("v1", "ConfigMap", namespace, record)
-        stored = hc.decode_record(cm)[1] + [stamp(json.loads(json.dumps(bystander)), Release(KEY, "2.0.0", "d2"))]
-        cm = hc.with_objects(cm, stored, record)
+        stored = decode_record(cm)[1] + [stamp(json.loads(json.dumps(bystander)), Release(KEY, "2.0.0", "d2"))]
+        cm = with_objects(cm, stored, record)
         cm["metadata"].pop("managedFields", None)
         cluster.kube.request("PUT", cluster.path("v1", "ConfigMap", namespace, record), body=cm)
 
@@ -195,7 +197,7 @@ def test_an_abort_leaves_alone_a_slot_object_that_history_lists_but_the_release_
         assert replicas(cluster, namespace, "bystander") == 2
         assert replicas(cluster, namespace, "shop-" + slot) == 0, "the candidate's own workloads are scaled down"
         assert any("Deployment/%s/bystander left alone" % namespace in w for w in aborted.warnings), aborted.warnings
-        assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ABORTED
+        assert record_status(cluster, namespace, "2.0.0") == STATUS_ABORTED
 
 
 def test_route_without_the_b_backend_changes_nothing(cluster, namespace, tmp_path):
@@ -295,7 +297,7 @@ def test_the_version_in_service_again_is_a_rerun_in_its_slot_or_refused_as_a_can
         ship(cluster, tmp_path, namespace, "1.0.0")
         traffic(cluster, namespace).run("promote")
         before = locator(cluster, namespace)
-        record = cluster.get("v1", "ConfigMap", namespace, hc.record_name(KEY, "1.0.0"))
+        record = cluster.get("v1", "ConfigMap", namespace, record_name(KEY, "1.0.0"))
 
         rerun = render_slot(cluster, tmp_path, namespace, "1.0.0")
         assert rerun.slot == "a" and rerun.release.deployment == before["deployment"]
@@ -312,7 +314,7 @@ def test_the_version_in_service_again_is_a_rerun_in_its_slot_or_refused_as_a_can
                 deployer(cluster, apply={"dry_run": dry_run}).deploy(other)
             assert "already in service in slot a" in str(refused.value) and "new version" in refused.value.hint
         assert locator(cluster, namespace) == before
-        assert cluster.get("v1", "ConfigMap", namespace, hc.record_name(KEY, "1.0.0")) == record
+        assert cluster.get("v1", "ConfigMap", namespace, record_name(KEY, "1.0.0")) == record
         assert cluster.get("apps/v1", "Deployment", namespace, "shop-b") is None
         assert ship(cluster, tmp_path, namespace, "1.0.1") == "b"  # a version of its own goes to slot b as usual
 
@@ -409,7 +411,7 @@ def test_rollback_after_promote_puts_the_replaced_slot_back(cluster, namespace, 
         assert rolled.weights == {"a": 100, "b": 0} and replicas(cluster, namespace, "shop-a") == 4
         loc = locator(cluster, namespace)
         assert (loc["version"], loc["slot"], loc["replaced"]) == ("1.0.0", "a", "2.0.0")
-        assert record_status(cluster, namespace, "2.0.0") == hc.STATUS_ROLLED_BACK
+        assert record_status(cluster, namespace, "2.0.0") == STATUS_ROLLED_BACK
         traffic(cluster, namespace).run("retire")
         assert replicas(cluster, namespace, "shop-b") == 0 and replicas(cluster, namespace, "shop-a") == 4
         with pytest.raises(InputError) as retired:

@@ -12,7 +12,8 @@ import json
 import re
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as ha
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    decode_record, encode_record)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
@@ -45,8 +46,8 @@ def test_the_digest_of_a_record_read_back_is_the_one_of_the_objects_saved():
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "shop-prod"},
               "data": {"k": "dmFsdWU="}}
     objects = [CM, ROLE, HOOK, secret]
-    cm = hc.encode_record(Release(SHOP, "1.0.0", "d1"), "shop-prod", objects)
-    stored = hc.decode_record(cm)[1]
+    cm = encode_record(Release(SHOP, "1.0.0", "d1"), "shop-prod", objects)
+    stored = decode_record(cm)[1]
     assert ha.digest(stored) == ha.digest(objects) != ""
 
 
@@ -88,7 +89,7 @@ class _Kube:
         self.sent.append(("GET", path, None))
         return self.namespace
 
-    def request(self, method, path, body=None, content_type=None, subject=None):
+    def request(self, method, path, body=None, content_type=None, subject=None, query=None):
         self.sent.append((method, path, body, content_type))
 
 
@@ -109,7 +110,7 @@ def test_write_patches_only_its_annotation_and_only_when_it_changes():
 
 def test_a_namespace_that_cannot_be_patched_leaves_a_note():
     class Refusing(_Kube):
-        def request(self, method, path, body=None, content_type=None, subject=None):
+        def request(self, method, path, body=None, content_type=None, subject=None, query=None):
             raise ApiError("namespaces \"shop-prod\" is forbidden", status=403, reason="Forbidden", subject=subject)
 
     note = ha.write(Refusing({"metadata": {"name": "shop-prod"}}), "shop-prod", SHOP, "1.0.0", [ROLE])

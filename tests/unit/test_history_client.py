@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import threading
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import (
+    HISTORY_RECORD, LABEL_HISTORY, locator_name)
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import HistoryClient
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 
 KEY = ReleaseKey(application="shop", artifact="shop-api", environment="prod")
-NAME = codec.locator_name(KEY) + "-1-0-0"
+NAME = locator_name(KEY) + "-1-0-0"
 
 
 def _record(version):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": NAME, "resourceVersion": version, "labels": {codec.LABEL_HISTORY: codec.HISTORY_RECORD}}}
+        "name": NAME, "resourceVersion": version, "labels": {LABEL_HISTORY: HISTORY_RECORD}}}
 
 
 class _Answer:
@@ -48,9 +49,9 @@ def _overlap(kube, write_first):
     if write_first:  # answered before the listing is sent
         client.put(_record("1"), "write the record")
         kube.release.set()
-        client.histories(codec.HISTORY_RECORD)
+        client.histories(HISTORY_RECORD)
         return client
-    lister = threading.Thread(target=client.histories, args=(codec.HISTORY_RECORD,))
+    lister = threading.Thread(target=client.histories, args=(HISTORY_RECORD,))
     lister.start()
     assert kube.listing.wait(5)
     client.put(_record("1"), "write the record")  # answered while the listing is on its way

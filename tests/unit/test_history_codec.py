@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""History codec: ConfigMap names, labels, record and locator encoding, lock and retention (docs/requirements.md §8, §9)."""
+"""The history encoding (docs/requirements.md §8, §9): ConfigMap names and labels (naming.py), records
+(record_format.py) and their Secrets (companion_format.py), the locator and its lock (locator_format.py), the
+retention rule (retention_rule.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,20 @@ import re
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.companion_format import (
+    companion_name, encode_companion, migrate, needs_migration, restore_secrets)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator_format import (
+    LOCATOR_FIELDS, decode_locator, encode_locator, lock_state, with_lock, without_lock)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import (
+    HISTORY_LOCATOR, HISTORY_RECORD, LOCATOR_MAX, history_labels, history_selector, key_hash, label_value,
+    locator_name, record_name, sanitize, version_part)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.packing import RECORD_LIMIT
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    STATUSES, STRAYS_KEY, decode_record, decode_strays, encode_record, set_status, split_secrets, stray_of,
+    with_strays)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.retention_rule import (
+    check_keep_releases, records_to_delete)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.times import parse_time
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 
@@ -51,14 +66,14 @@ def sha(text, length):
 def test_key_hash_is_stable(key, expected):
     # The literal values pin the format; the hashlib line documents how they are made.
     assert sha("\n".join((key.tenant, key.application, key.artifact, key.environment)), 8) == expected
-    assert hc.key_hash(key) == expected
+    assert key_hash(key) == expected
 
 
 def test_locator_and_record_names_follow_the_spec_example():
-    assert hc.locator_name(SHOP) == "manent-untenanted-shop-shop-api-prod-29195a97"
-    assert hc.locator_name(ACME) == "manent-acme-billing-billing-worker-staging-edbbd321"
-    assert hc.record_name(SHOP, "1-4-0") == "manent-untenanted-shop-shop-api-prod-29195a97-1-4-0"
-    assert hc.record_name(SHOP, "1.4.0") == "manent-untenanted-shop-shop-api-prod-29195a97-1-4-0-" + sha("1.4.0", 6)
+    assert locator_name(SHOP) == "manent-untenanted-shop-shop-api-prod-29195a97"
+    assert locator_name(ACME) == "manent-acme-billing-billing-worker-staging-edbbd321"
+    assert record_name(SHOP, "1-4-0") == "manent-untenanted-shop-shop-api-prod-29195a97-1-4-0"
+    assert record_name(SHOP, "1.4.0") == "manent-untenanted-shop-shop-api-prod-29195a97-1-4-0-" + sha("1.4.0", 6)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -74,7 +89,7 @@ def test_locator_and_record_names_follow_the_spec_example():
     ("a b\tc", "a-b-c"),
 ])
 def test_sanitize(text, expected):
-    assert hc.sanitize(text) == expected
+    assert sanitize(text) == expected
 
 
 @pytest.mark.parametrize("version, expected", [
@@ -86,19 +101,19 @@ def test_sanitize(text, expected):
     ("", "x-" + sha("", 6)),
 ])
 def test_version_part(version, expected):
-    assert hc.version_part(version) == expected
+    assert version_part(version) == expected
 
 
 def test_long_version_is_cut_to_63_with_hash():
     version = "9" * 100
-    part = hc.version_part(version)
+    part = version_part(version)
     assert part == "9" * 56 + "-" + sha(version, 6)
     assert len(part) == 63
 
 
 def test_record_name_of_sanitised_version_never_collides_with_literal_one():
-    assert hc.record_name(SHOP, "1.4.0") != hc.record_name(SHOP, "1-4-0")
-    assert hc.record_name(SHOP, "1.4.0") != hc.record_name(SHOP, "1_4_0")
+    assert record_name(SHOP, "1.4.0") != record_name(SHOP, "1-4-0")
+    assert record_name(SHOP, "1.4.0") != record_name(SHOP, "1_4_0")
 
 
 def tricky_versions():
@@ -118,14 +133,14 @@ def tricky_versions():
 
 def test_no_collisions_across_tricky_versions():
     versions = tricky_versions()
-    names = [hc.record_name(SHOP, version) for version in versions]
+    names = [record_name(SHOP, version) for version in versions]
     assert len(set(names)) == len(versions)
-    labels = [hc.label_value(version) for version in versions]
+    labels = [label_value(version) for version in versions]
     assert len(set(labels)) == len(versions)
     for name in names:
         assert len(name) <= 253
         assert DNS_SUBDOMAIN_CHARS.match(name), name
-        assert DNS_LABEL.match(name[len(hc.locator_name(SHOP)) + 1:]), name
+        assert DNS_LABEL.match(name[len(locator_name(SHOP)) + 1:]), name
     for label in labels:
         assert len(label) <= 63 and LABEL_VALUE.match(label), label
 
@@ -136,20 +151,20 @@ def test_no_collisions_across_tricky_versions():
     ReleaseKey(application="x", artifact="y", environment="z" * 1000, tenant="w"),
 ])
 def test_very_long_keys_fit(key):
-    locator = hc.locator_name(key)
-    record = hc.record_name(key, "V" * 500)
-    assert len(locator) <= hc.LOCATOR_MAX == 189
+    locator = locator_name(key)
+    record = record_name(key, "V" * 500)
+    assert len(locator) <= LOCATOR_MAX == 189
     assert len(record) <= 253
     assert DNS_SUBDOMAIN_CHARS.match(locator) and DNS_SUBDOMAIN_CHARS.match(record)
-    assert locator.startswith("manent-") and locator.endswith("-" + hc.key_hash(key))
+    assert locator.startswith("manent-") and locator.endswith("-" + key_hash(key))
     assert record.startswith(locator + "-")
-    assert hc.locator_name(key) == locator  # deterministic
+    assert locator_name(key) == locator  # deterministic
 
 
 def test_shortening_is_proportional_and_keeps_every_part():
     key = ReleaseKey(application="a" * 300, artifact="b" * 10, environment="c" * 100, tenant="t" * 5)
-    parts = hc.locator_name(key).split("-")
-    assert parts[0] == "manent" and parts[-1] == hc.key_hash(key)
+    parts = locator_name(key).split("-")
+    assert parts[0] == "manent" and parts[-1] == key_hash(key)
     tenant, app, artifact, env = parts[1:5]
     assert set(tenant) == {"t"} and set(app) == {"a"} and set(artifact) == {"b"} and set(env) == {"c"}
     assert len(app) + len(artifact) + len(env) + len(tenant) == 170
@@ -160,8 +175,8 @@ def test_shortening_is_proportional_and_keeps_every_part():
 def test_keys_differing_only_past_the_cut_get_different_names():
     first = ReleaseKey(application="a" * 300 + "1", artifact="b", environment="prod")
     second = ReleaseKey(application="a" * 300 + "2", artifact="b", environment="prod")
-    assert hc.locator_name(first) != hc.locator_name(second)
-    assert hc.locator_name(first)[:-8] == hc.locator_name(second)[:-8]
+    assert locator_name(first) != locator_name(second)
+    assert locator_name(first)[:-8] == locator_name(second)[:-8]
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -176,13 +191,13 @@ def test_keys_differing_only_past_the_cut_get_different_names():
     ("+++", sha("+++", 6)),
 ])
 def test_label_value(text, expected):
-    value = hc.label_value(text)
+    value = label_value(text)
     assert value == expected
     assert len(value) <= 63 and LABEL_VALUE.match(value)
 
 
 def test_history_labels():
-    locator = hc.history_labels(SHOP, hc.HISTORY_LOCATOR)
+    locator = history_labels(SHOP, HISTORY_LOCATOR)
     assert locator == {
         "app.kubernetes.io/managed-by": "manent",
         "manent.io/application": "shop",
@@ -191,19 +206,19 @@ def test_history_labels():
         "manent.io/environment": "prod",
         "manent.io/history": "locator",
     }
-    record = hc.history_labels(SHOP, hc.HISTORY_RECORD, "1.4.0+b")
+    record = history_labels(SHOP, HISTORY_RECORD, "1.4.0+b")
     assert record["manent.io/history"] == "record"
     assert record["manent.io/release-version"] == "1.4.0-b-" + sha("1.4.0+b", 6)
     long_key = ReleaseKey(application="A" * 100, artifact="b", environment="prod")
-    for value in hc.history_labels(long_key, hc.HISTORY_RECORD, "v" * 99).values():
+    for value in history_labels(long_key, HISTORY_RECORD, "v" * 99).values():
         assert len(value) <= 63 and LABEL_VALUE.match(value)
 
 
 def test_history_selector():
-    assert hc.history_selector(SHOP, "record") == (
+    assert history_selector(SHOP, "record") == (
         "app.kubernetes.io/managed-by=manent,manent.io/application=shop,manent.io/artifact=shop-api,"
         "manent.io/environment=prod,manent.io/history=record,manent.io/tenant=untenanted")
-    assert hc.history_selector(SHOP).endswith(",manent.io/tenant=untenanted,manent.io/history")
+    assert history_selector(SHOP).endswith(",manent.io/tenant=untenanted,manent.io/history")
 
 
 # --------------------------------------------------------------------------- records
@@ -213,7 +228,7 @@ def make_record(version="1.4.0", objects=None, **meta):
     meta.setdefault("created", T0)
     meta.setdefault("artifactSha256", "ab" * 32)
     release = Release(SHOP, version, "deploy-42")
-    return hc.encode_record(release, "shop-prod", OBJECTS if objects is None else objects, meta)
+    return encode_record(release, "shop-prod", OBJECTS if objects is None else objects, meta)
 
 
 def test_encode_record_manifest():
@@ -221,7 +236,7 @@ def test_encode_record_manifest():
     assert cm["apiVersion"] == "v1" and cm["kind"] == "ConfigMap"
     assert cm["metadata"]["name"] == "manent-untenanted-shop-shop-api-prod-29195a97-1-4-0-" + sha("1.4.0", 6)
     assert cm["metadata"]["namespace"] == "shop-prod"
-    assert cm["metadata"]["labels"] == hc.history_labels(SHOP, "record", "1.4.0")
+    assert cm["metadata"]["labels"] == history_labels(SHOP, "record", "1.4.0")
     assert cm["metadata"]["annotations"] == {"manent.io/version": "1.4.0", "manent.io/deployment": "deploy-42"}
     assert cm["data"] == {
         "version": "1.4.0", "deployment": "deploy-42", "artifactSha256": "ab" * 32,
@@ -233,7 +248,7 @@ def test_encode_record_manifest():
 
 
 def test_record_defaults_to_pending_and_empty_fields():
-    cm = hc.encode_record(Release(SHOP, "2"), "ns", [], {"created": "2024-05-01T12:00:00Z"})
+    cm = encode_record(Release(SHOP, "2"), "ns", [], {"created": "2024-05-01T12:00:00Z"})
     assert cm["data"]["status"] == "pending"
     assert cm["data"]["slot"] == cm["data"]["replaced"] == cm["data"]["deployment"] == ""
     assert cm["data"]["objectCount"] == "0"
@@ -242,7 +257,7 @@ def test_record_defaults_to_pending_and_empty_fields():
 def test_round_trip_keeps_objects():
     original = copy.deepcopy(OBJECTS)
     cm = make_record()
-    meta, objects = hc.decode_record(json.loads(json.dumps(cm)))
+    meta, objects = decode_record(json.loads(json.dumps(cm)))
     assert objects == original
     assert OBJECTS == original  # input untouched
     assert meta["version"] == "1.4.0" and meta["status"] == "pending" and meta["objectCount"] == "2"
@@ -253,29 +268,29 @@ def test_strays_list_only_new_objects_and_only_what_prune_needs():
     """A redeploy of the version in service lists in its record the objects that record does not hold (none of its
     own, each once, earlier ones kept), with identity, labels and annotations only: never a spec or Secret value."""
     cm = make_record(status="deployed")
-    assert hc.decode_strays(cm) == []
+    assert decode_strays(cm) == []
     added = {"apiVersion": "v1", "kind": "Secret", "metadata": {
         "name": "token", "namespace": "shop-prod", "labels": {"a": "1"}, "annotations": {"manent.io/keep": "no"},
         "uid": "x", "resourceVersion": "7"}, "data": {"token": "c2VjcmV0"}, "type": "Opaque"}
-    strays = [hc.stray_of(obj) for obj in OBJECTS + [added]]
+    strays = [stray_of(obj) for obj in OBJECTS + [added]]
     assert strays[-1] == {"apiVersion": "v1", "kind": "Secret", "metadata": {
         "name": "token", "namespace": "shop-prod", "labels": {"a": "1"}, "annotations": {"manent.io/keep": "no"}}}
-    once = hc.with_strays(cm, strays, "record")
-    assert hc.decode_strays(json.loads(json.dumps(once))) == strays[-1:]
-    assert hc.decode_record(once) == hc.decode_record(cm) and once["data"] == cm["data"]
+    once = with_strays(cm, strays, "record")
+    assert decode_strays(json.loads(json.dumps(once))) == strays[-1:]
+    assert decode_record(once) == decode_record(cm) and once["data"] == cm["data"]
     assert "c2VjcmV0" not in json.dumps(once) and "secret" not in gzip.decompress(
-        base64.b64decode(once["binaryData"][hc.STRAYS_KEY])).decode()
+        base64.b64decode(once["binaryData"][STRAYS_KEY])).decode()
     later = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later", "namespace": "shop-prod"}}
-    twice = hc.with_strays(once, [hc.stray_of(later), strays[-1]], "record")
-    assert [o["metadata"]["name"] for o in hc.decode_strays(twice)] == ["token", "later"]
-    assert hc.with_strays(cm, strays[:2], "record")["binaryData"] == cm["binaryData"]  # nothing new: no key
+    twice = with_strays(once, [stray_of(later), strays[-1]], "record")
+    assert [o["metadata"]["name"] for o in decode_strays(twice)] == ["token", "later"]
+    assert with_strays(cm, strays[:2], "record")["binaryData"] == cm["binaryData"]  # nothing new: no key
     assert cm == make_record(status="deployed")  # input untouched
 
 
 def test_round_trip_accepts_raw_bytes():
     cm = make_record()
     cm["binaryData"]["objects.json.gz"] = base64.b64decode(cm["binaryData"]["objects.json.gz"])
-    assert hc.decode_record(cm)[1] == OBJECTS
+    assert decode_record(cm)[1] == OBJECTS
 
 
 def test_bytes_are_deterministic_and_canonical():
@@ -302,12 +317,12 @@ def test_over_size_record_is_refused():
     assert "above the history limit of 921600 bytes (900 KiB)" in text
     assert "split the artifact" in text and "nothing was written" in text
     size = int(re.search(r"take (\d+) bytes", text).group(1))
-    assert size > hc.RECORD_LIMIT
+    assert size > RECORD_LIMIT
 
 
 def test_record_just_under_the_limit_is_accepted():
     cm = make_record(objects=[random_configmap(600 * 1024, 2)])
-    assert len(base64.b64decode(cm["binaryData"]["objects.json.gz"])) <= hc.RECORD_LIMIT
+    assert len(base64.b64decode(cm["binaryData"]["objects.json.gz"])) <= RECORD_LIMIT
 
 
 @pytest.mark.parametrize("meta, message", [
@@ -324,10 +339,10 @@ def test_encode_record_rejects_bad_meta(meta, message):
 
 def test_encode_record_checks_version_and_deployment_in_meta():
     release = Release(SHOP, "1.4.0", "deploy-42")
-    same = hc.encode_record(release, "ns", [], {"version": "1.4.0", "deployment": "deploy-42", "created": T0})
+    same = encode_record(release, "ns", [], {"version": "1.4.0", "deployment": "deploy-42", "created": T0})
     assert same["data"]["version"] == "1.4.0" and same["data"]["deployment"] == "deploy-42"
     with pytest.raises(InputError) as info:
-        hc.encode_record(release, "ns", [], {"version": "9.9", "created": T0})
+        encode_record(release, "ns", [], {"version": "9.9", "created": T0})
     assert "record field version differs from the release ('1.4.0')" in str(info.value)
 
 
@@ -344,7 +359,7 @@ def test_decode_older_uncompressed_record():
                      "annotations": {"manent.io/version": "1.3.0"}},
         "data": {"objects.json": json.dumps(OBJECTS), "status": "superseded", "created": "2024-04-01T00:00:00Z"},
     }
-    meta, objects = hc.decode_record(cm)
+    meta, objects = decode_record(cm)
     assert objects == OBJECTS
     assert meta["version"] == "1.3.0" and meta["status"] == "superseded"
     assert meta["format"] == "" and meta["slot"] == "" and meta["name"] == "manent-old-1-3-0"
@@ -369,7 +384,7 @@ def corrupt(binary=None, data=None):
 ])
 def test_corrupt_record_names_the_configmap(cm, message):
     with pytest.raises(HistoryError) as info:
-        hc.decode_record(cm)
+        decode_record(cm)
     assert str(info.value).startswith("ConfigMap/ns/manent-x-1: ")
     assert message in str(info.value)
 
@@ -377,7 +392,7 @@ def test_corrupt_record_names_the_configmap(cm, message):
 def test_set_status_returns_patched_copy():
     cm = make_record()
     before = copy.deepcopy(cm)
-    patched = hc.set_status(cm, "superseded", replaced="1.3.0", slot=None)
+    patched = set_status(cm, "superseded", replaced="1.3.0", slot=None)
     assert cm == before
     assert patched["data"]["status"] == "superseded"
     assert patched["data"]["replaced"] == "1.3.0" and patched["data"]["slot"] == ""
@@ -393,48 +408,48 @@ def test_set_status_returns_patched_copy():
 ])
 def test_set_status_rejects(status, fields, message):
     with pytest.raises(InputError) as info:
-        hc.set_status(make_record(), status, **fields)
+        set_status(make_record(), status, **fields)
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("status", hc.STATUSES)
+@pytest.mark.parametrize("status", STATUSES)
 def test_every_status_is_accepted(status):
-    assert hc.set_status(make_record(), status)["data"]["status"] == status
-    assert hc.STATUSES == ("pending", "deployed", "failed", "superseded", "rolled-back", "candidate", "aborted")
+    assert set_status(make_record(), status)["data"]["status"] == status
+    assert STATUSES == ("pending", "deployed", "failed", "superseded", "rolled-back", "candidate", "aborted")
 
 
 # --------------------------------------------------------------------------- locator
 
 
 def test_locator_round_trip():
-    current = {"version": "1.4.0", "deployment": "deploy-42", "record": hc.record_name(SHOP, "1.4.0"),
-               "slot": "b", "replaced": "1.3.0", "replacedRecord": hc.record_name(SHOP, "1.3.0")}
-    cm = hc.encode_locator(SHOP, "shop-prod", current, now=T0)
+    current = {"version": "1.4.0", "deployment": "deploy-42", "record": record_name(SHOP, "1.4.0"),
+               "slot": "b", "replaced": "1.3.0", "replacedRecord": record_name(SHOP, "1.3.0")}
+    cm = encode_locator(SHOP, "shop-prod", current, now=T0)
     assert cm["metadata"] == {"name": "manent-untenanted-shop-shop-api-prod-29195a97", "namespace": "shop-prod",
-                              "labels": hc.history_labels(SHOP, "locator")}
+                              "labels": history_labels(SHOP, "locator")}
     traffic = {"candidate": "", "candidateDeployment": "", "candidateRecord": "", "candidateSlot": "", "weight": "",
                "promoted": "", "retired": ""}
     assert cm["data"] == dict(current, updated="2024-05-01T12:00:00Z", lockHolder="", lockSince="", lockExpires="",
                               **traffic)
-    assert hc.decode_locator(cm) == cm["data"]
+    assert decode_locator(cm) == cm["data"]
 
 
 def test_locator_updated_is_kept_without_now():
-    cm = hc.encode_locator(SHOP, "ns", {"version": "1", "updated": "2024-01-01T00:00:00Z"})
+    cm = encode_locator(SHOP, "ns", {"version": "1", "updated": "2024-01-01T00:00:00Z"})
     assert cm["data"]["updated"] == "2024-01-01T00:00:00Z"
-    fresh = hc.encode_locator(SHOP, "ns", None)
-    assert hc.parse_time(fresh["data"]["updated"]) is not None and fresh["data"]["version"] == ""
+    fresh = encode_locator(SHOP, "ns", None)
+    assert parse_time(fresh["data"]["updated"]) is not None and fresh["data"]["version"] == ""
 
 
 def test_decode_locator_fills_missing_fields():
-    decoded = hc.decode_locator({"metadata": {"name": "l"}, "data": {"version": "1.0"}})
-    assert decoded == dict({field: "" for field in hc.LOCATOR_FIELDS}, version="1.0")
-    assert hc.decode_locator({"metadata": {"name": "l"}})["version"] == ""
+    decoded = decode_locator({"metadata": {"name": "l"}, "data": {"version": "1.0"}})
+    assert decoded == dict({field: "" for field in LOCATOR_FIELDS}, version="1.0")
+    assert decode_locator({"metadata": {"name": "l"}})["version"] == ""
 
 
 def test_encode_locator_rejects_unknown_field():
     with pytest.raises(InputError) as info:
-        hc.encode_locator(SHOP, "ns", {"verison": "1"})
+        encode_locator(SHOP, "ns", {"verison": "1"})
     assert "unknown locator field(s) verison" in str(info.value)
 
 
@@ -442,7 +457,7 @@ def test_encode_locator_rejects_unknown_field():
 
 
 def locked(minutes_ago, holder="job-1"):
-    return hc.with_lock({"version": "1"}, holder, T0 - datetime.timedelta(minutes=minutes_ago))
+    return with_lock({"version": "1"}, holder, T0 - datetime.timedelta(minutes=minutes_ago))
 
 
 @pytest.mark.parametrize("data, state", [
@@ -456,35 +471,35 @@ def locked(minutes_ago, holder="job-1"):
     ({"lockHolder": "old", "lockSince": "2024-05-01T11:40:00Z"}, ("expired", "old", "2024-05-01T11:40:00Z")),
 ])
 def test_lock_state(data, state):
-    assert hc.lock_state(data, T0) == state
+    assert lock_state(data, T0) == state
 
 
 def test_lock_state_accepts_naive_now():
-    assert hc.lock_state(locked(1), T0.replace(tzinfo=None))[0] == "held"
+    assert lock_state(locked(1), T0.replace(tzinfo=None))[0] == "held"
 
 
 def test_unreadable_lock_is_an_error():
     with pytest.raises(HistoryError) as info:
-        hc.lock_state({"lockHolder": "job-9", "lockSince": "soon"}, T0)
+        lock_state({"lockHolder": "job-9", "lockSince": "soon"}, T0)
     assert "history lock: the lock held by 'job-9' has no readable lockSince/lockExpires" in str(info.value)
     assert "clear the lock fields" in str(info.value)
 
 
 def test_with_lock_and_without_lock():
     data = {"version": "1.4.0"}
-    taken = hc.with_lock(data, "job-1", T0)
+    taken = with_lock(data, "job-1", T0)
     assert data == {"version": "1.4.0"}
     assert taken == {"version": "1.4.0", "lockHolder": "job-1", "lockSince": "2024-05-01T12:00:00Z",
                      "lockExpires": "2024-05-01T12:15:00Z"}
-    renewed = hc.with_lock(taken, "job-1", T0 + datetime.timedelta(minutes=10), ttl=60)
+    renewed = with_lock(taken, "job-1", T0 + datetime.timedelta(minutes=10), ttl=60)
     assert renewed["lockSince"] == "2024-05-01T12:00:00Z" and renewed["lockExpires"] == "2024-05-01T12:11:00Z"
-    stolen = hc.with_lock(taken, "job-2", T0 + datetime.timedelta(minutes=20))
+    stolen = with_lock(taken, "job-2", T0 + datetime.timedelta(minutes=20))
     assert stolen["lockHolder"] == "job-2" and stolen["lockSince"] == "2024-05-01T12:20:00Z"
-    freed = hc.without_lock(renewed)
+    freed = without_lock(renewed)
     assert freed == {"version": "1.4.0", "lockHolder": "", "lockSince": "", "lockExpires": ""}
-    assert hc.lock_state(freed, T0) == ("free", "", "")
+    assert lock_state(freed, T0) == ("free", "", "")
     with pytest.raises(InputError):
-        hc.with_lock(data, "", T0)
+        with_lock(data, "", T0)
 
 
 # --------------------------------------------------------------------------- retention
@@ -518,13 +533,13 @@ HISTORY = [
      2, set(), ["hand-made"]),
 ])
 def test_records_to_delete(records, keep, protect, expected):
-    assert hc.records_to_delete(records, keep, protect) == expected
+    assert records_to_delete(records, keep, protect) == expected
 
 
 @pytest.mark.parametrize("keep", [1, 0, -3, "5", True, None])
 def test_keep_below_two_is_refused(keep):
     with pytest.raises(InputError) as info:
-        hc.records_to_delete(HISTORY, keep, set())
+        records_to_delete(HISTORY, keep, set())
     assert str(info.value).startswith("keep_releases: must be a whole number of at least 2")
 
 
@@ -532,10 +547,10 @@ def test_keep_below_two_is_refused(keep):
 def test_the_keep_releases_rule_is_one_function(keep):
     """apply_task, manent_history and records_to_delete all ask check_keep_releases."""
     with pytest.raises(InputError) as info:
-        hc.check_keep_releases(keep)
+        check_keep_releases(keep)
     assert str(info.value).startswith("keep_releases: must be a whole number of at least 2")
     assert "history needs the release in service and the one before it" in str(info.value)
-    assert hc.check_keep_releases(2) == 2 and hc.check_keep_releases(5) == 5
+    assert check_keep_releases(2) == 2 and check_keep_releases(5) == 5
 
 
 # --------------------------------------------------------------------------- Secrets kept out of ConfigMaps
@@ -561,7 +576,7 @@ def test_secret_values_never_reach_the_configmap():
         assert value not in text
     assert cm["data"]["format"] == "2" and cm["data"]["secrets"] == cm["metadata"]["name"]
     assert cm["data"]["objectCount"] == "3"
-    stored = hc.decode_record(cm)[1]
+    stored = decode_record(cm)[1]
     assert stored[2] == {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": SECRET["metadata"]}
     assert stored[:2] == OBJECTS
 
@@ -569,21 +584,21 @@ def test_secret_values_never_reach_the_configmap():
 def test_companion_holds_the_secrets_and_restores_them_exactly():
     cm = make_record(objects=[SECRET] + OBJECTS)
     cm["metadata"]["uid"] = "1234"
-    companion = hc.encode_companion(cm, hc.split_secrets([SECRET] + OBJECTS)[1])
+    companion = encode_companion(cm, split_secrets([SECRET] + OBJECTS)[1])
     assert companion["kind"] == "Secret" and companion["type"] == "manent.io/release-secrets.v1"
     assert companion["metadata"]["name"] == cm["metadata"]["name"]
     assert companion["metadata"]["labels"] == cm["metadata"]["labels"]
     assert companion["metadata"]["ownerReferences"] == [
         {"apiVersion": "v1", "kind": "ConfigMap", "name": cm["metadata"]["name"], "uid": "1234"}]
     assert list(companion["data"]) == ["secrets.json.gz"]
-    restored = hc.restore_secrets(hc.decode_record(cm)[1], companion, cm)
+    restored = restore_secrets(decode_record(cm)[1], companion, cm)
     assert restored == [SECRET] + OBJECTS
 
 
 def test_no_companion_without_secrets():
     cm = make_record()
-    assert hc.encode_companion(cm, hc.split_secrets(OBJECTS)[1]) is None
-    assert hc.companion_name(cm) == "" and not hc.needs_migration(cm)
+    assert encode_companion(cm, split_secrets(OBJECTS)[1]) is None
+    assert companion_name(cm) == "" and not needs_migration(cm)
 
 
 @pytest.mark.parametrize("companion, message", [
@@ -595,16 +610,16 @@ def test_no_companion_without_secrets():
 def test_bad_companion_is_a_clear_error(companion, message):
     cm = make_record(objects=[SECRET])
     with pytest.raises(HistoryError) as info:
-        hc.restore_secrets(hc.decode_record(cm)[1], companion, cm)
+        restore_secrets(decode_record(cm)[1], companion, cm)
     assert message in str(info.value) and cm["metadata"]["name"] in str(info.value)
 
 
 def test_companion_missing_one_secret_names_it():
     cm = make_record(objects=[SECRET])
     other = dict(SECRET, metadata={"name": "other", "namespace": "shop-prod"})
-    companion = hc.encode_companion(cm, [other])
+    companion = encode_companion(cm, [other])
     with pytest.raises(HistoryError) as info:
-        hc.restore_secrets(hc.decode_record(cm)[1], companion, cm)
+        restore_secrets(decode_record(cm)[1], companion, cm)
     assert "Secret/shop-prod/db is not in Secret/shop-prod/" in str(info.value)
 
 
@@ -620,20 +635,20 @@ def _old_format(objects):
 
 def test_migrate_moves_secret_values_out_and_keeps_the_rest():
     old = _old_format(OBJECTS + [SECRET])
-    assert hc.needs_migration(old) and "admin-name" not in json.dumps(old)  # only inside the gzip
+    assert needs_migration(old) and "admin-name" not in json.dumps(old)  # only inside the gzip
     assert SECRET["data"]["password"] in _all_text(old) and "admin-name" in _all_text(old)
-    new, companion = hc.migrate(old)
+    new, companion = migrate(old)
     assert SECRET["data"]["password"] not in _all_text(new) and "admin-name" not in _all_text(new)
-    assert not hc.needs_migration(new)
+    assert not needs_migration(new)
     assert new["data"]["format"] == "2" and new["metadata"] == old["metadata"]
     assert {k: v for k, v in new["data"].items() if k not in ("format", "secrets")} == \
         {k: v for k, v in old["data"].items() if k != "format"}
-    assert hc.restore_secrets(hc.decode_record(new)[1], companion, new) == OBJECTS + [SECRET]
+    assert restore_secrets(decode_record(new)[1], companion, new) == OBJECTS + [SECRET]
 
 
 def test_migrate_without_secrets_only_marks_the_record():
     old = _old_format(OBJECTS)
-    new, companion = hc.migrate(old)
+    new, companion = migrate(old)
     assert companion is None and new["data"]["secrets"] == "" and new["binaryData"] == old["binaryData"]
     assert new["data"]["format"] == "1"
 
@@ -642,5 +657,5 @@ def test_companion_size_is_guarded():
     big = dict(SECRET, data={"blob": base64.b64encode(os.urandom(1000 * 1024)).decode()})
     cm = make_record(objects=[])
     with pytest.raises(HistoryError) as info:
-        hc.encode_companion(cm, [big])
+        encode_companion(cm, [big])
     assert "Secret objects take" in str(info.value) and "KiB" in str(info.value)

@@ -24,7 +24,10 @@ import zipfile
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import artifact, bundle
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec as hc
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_check import check_record
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
+    OBJECTS_KEY, decode_record, encode_record)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import (
     HelmOptions, set_values_tree, verify_binary, _values_text)
@@ -391,7 +394,7 @@ def test_untouched_bundle_reads(tmp_path):
 def _record(objects=None):
     objects = objects if objects is not None else [
         stamp({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "shop"}}, RELEASE)]
-    return hc.encode_record(RELEASE, "shop", objects, {"status": "deployed"})
+    return encode_record(RELEASE, "shop", objects, {"status": "deployed"})
 
 
 def _packed(payload):
@@ -406,8 +409,8 @@ def _tampered(change):
 
 
 def _decode_and_check(cm):
-    meta, objects = hc.decode_record(cm)
-    hc.check_record(cm, KEY, objects)
+    meta, objects = decode_record(cm)
+    check_record(cm, KEY, objects)
     return meta
 
 
@@ -418,15 +421,15 @@ STOLEN = stamp({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x
                Release(OTHER, "1", "d"))
 RECORDS = [
     ("history record with bad gzip", lambda cm: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: base64.b64encode(b"\x1f\x8bnot gzip").decode()}), ("objects are corrupt",)),
-    ("history record with bad base64", lambda cm: cm["binaryData"].update({hc.OBJECTS_KEY: "%%%"}),
+        {OBJECTS_KEY: base64.b64encode(b"\x1f\x8bnot gzip").decode()}), ("objects are corrupt",)),
+    ("history record with bad base64", lambda cm: cm["binaryData"].update({OBJECTS_KEY: "%%%"}),
      ("objects are corrupt",)),
     ("history record gzip bomb of garbage", lambda cm: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed(b"\x00" * MiB)}), ("objects are corrupt",)),
-    ("history record objects not a list", lambda cm: cm["binaryData"].update({hc.OBJECTS_KEY: _packed({"a": 1})}),
+        {OBJECTS_KEY: _packed(b"\x00" * MiB)}), ("objects are corrupt",)),
+    ("history record objects not a list", lambda cm: cm["binaryData"].update({OBJECTS_KEY: _packed({"a": 1})}),
      ("not a list of objects",)),
     ("history record object without kind", lambda cm: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed([{"apiVersion": "v1", "metadata": {"name": "a"}}])}),
+        {OBJECTS_KEY: _packed([{"apiVersion": "v1", "metadata": {"name": "a"}}])}),
      ("not a Kubernetes object",)),
     ("history record data not a mapping", lambda cm: cm.update(data=["x"]), ("'data' is not a mapping",)),
     ("history record of an unknown format", lambda cm: cm["data"].update(format="99"), ("format '99'",)),
@@ -436,16 +439,16 @@ RECORDS = [
     ("history record claiming another release", lambda cm: cm["metadata"]["labels"].update(
         {"manent.io/application": "vault"}), ("labels name another release", "manent.io/application")),
     ("history record holding an object outside the release namespace", lambda cm: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed([FOREIGN])}), ("RoleBinding/kube-system/grab", "outside the release namespace shop")),
+        {OBJECTS_KEY: _packed([FOREIGN])}), ("RoleBinding/kube-system/grab", "outside the release namespace shop")),
     ("history record holding another release's object", lambda cm: cm["binaryData"].update(
-        {hc.OBJECTS_KEY: _packed([STOLEN])}), ("ConfigMap/shop/x", "belongs to another release")),
+        {OBJECTS_KEY: _packed([STOLEN])}), ("ConfigMap/shop/x", "belongs to another release")),
 ]
 
 
 @pytest.mark.parametrize("case, change, expected", RECORDS, ids=[row[0] for row in RECORDS])
 def test_tampered_history_records(case, change, expected):
     cm = _tampered(change)
-    _checked(case, lambda: _decode_and_check(cm), hc.record_name(KEY, "1.0.0"), *expected, error=HistoryError)
+    _checked(case, lambda: _decode_and_check(cm), record_name(KEY, "1.0.0"), *expected, error=HistoryError)
 
 
 def test_untampered_record_passes():
@@ -455,14 +458,14 @@ def test_untampered_record_passes():
 def test_a_release_may_span_namespaces_for_prune():
     """Outside rollback and audit (prune, carry-over), objects of other namespaces are the release's own."""
     cm = _record([FOREIGN])
-    hc.check_record(cm, KEY, hc.decode_record(cm)[1], own_namespace=False)
+    check_record(cm, KEY, decode_record(cm)[1], own_namespace=False)
 
 
 def test_a_rollback_refusing_a_release_that_spans_namespaces_says_what_to_do_instead():
     """The refusal is the documented limit, not an accusation: it names the object and the way to roll back."""
     cm = _record([FOREIGN])
     with pytest.raises(HistoryError) as caught:
-        hc.check_record(cm, KEY, hc.decode_record(cm)[1])
+        check_record(cm, KEY, decode_record(cm)[1])
     said = str(caught.value)
     assert "RoleBinding/kube-system/grab is outside the release namespace shop" in said, said
     assert "nothing was changed" in said and "deploying the artifact of the version you want again" in said, said

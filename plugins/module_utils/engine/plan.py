@@ -18,7 +18,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine import ow
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.carry import carry_release_annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import SKIPPED, Change
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import is_secret, record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import is_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle, slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import TIER_NAMESPACES, tier_of
 

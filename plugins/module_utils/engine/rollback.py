@@ -15,7 +15,7 @@ History is writable by whoever may edit ConfigMaps in the release namespace, so 
 objects as stored only when the record's anchor vouches for them (history_anchor.py); otherwise only those the
 cluster already holds exactly, and it stops before any change naming the others (unless told to trust the
 history: ``restore_cluster_scoped``). Objects in other namespaces are refused when the record is read
-(history_codec.check_record).
+(history/record_check.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules import api
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import Bundle
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, InputError, ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import record_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, namespace_of, ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import holds

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_text
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 
 ANNOTATION_PREFIX = "history.manent.io/anchor-"
 KEEP = 20  # versions anchored per release key (records beyond keep_releases are deleted; 20 covers any sane one)
@@ -35,7 +36,7 @@ _HASH_LEN = 16
 
 def annotation(key):
     """The Namespace annotation that holds the anchors of release key ``key``."""
-    return ANNOTATION_PREFIX + codec.key_hash(key, _HASH_LEN)
+    return ANNOTATION_PREFIX + naming.key_hash(key, _HASH_LEN)
 
 
 def without_namespace(objects):
@@ -105,8 +106,8 @@ def write(kube, namespace, key, version, objects, namespace_obj=None):
             return None
         body = {"metadata": {"annotations": {annotation(key): json.dumps(
             with_anchor(current, version, value), separators=(",", ":"))}}}
-        kube.request("PATCH", _namespace_path(namespace), body=body, content_type="application/merge-patch+json",
-                     subject=subject)
+        # no field manager: the server names the writer after the client, as for every history write
+        writes.merge_patch(kube, _namespace_path(namespace), body, subject, field_manager=None)
     except ManentError as exc:
         return ("the cluster-scoped objects of version %s could not be anchored on %s (%s): a rollback to it will "
                 "restore them only where the cluster already holds them, unless told to trust the history"

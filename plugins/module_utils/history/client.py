@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The requests of one release key's history: ConfigMaps (and Secrets) of one namespace.
 
-Every request goes through :meth:`HistoryClient.call`, which turns API errors into HistoryError keeping the
-server's text and saying what to do. Writes that depend on what was read are PUTs carrying the read
-``resourceVersion`` (:meth:`HistoryClient.update` re-reads on 409); deletes carry the read uid.
+Every answer goes through one mapping (:meth:`HistoryClient.call`), which turns API errors into HistoryError
+keeping the server's text and saying what to do; the writes are sent by cluster/writes.py, the one write path.
+Writes that depend on what was read are PUTs carrying the read ``resourceVersion`` (:meth:`HistoryClient.update`
+re-reads on 409, base/conflicts.py); deletes carry the read uid.
 
 The client remembers the last version of each ConfigMap it read or wrote. :meth:`HistoryClient.update` starts
 from that version instead of reading it again (one round trip less per write: a deploy reads the locator before
@@ -17,18 +18,20 @@ The client also holds what the history's parts share: the release key, the clock
 
 from __future__ import annotations
 
-import datetime
 import threading
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming, times
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import retry_on_conflict
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, ConflictError, HistoryError, ManentError, NotFoundError)
 
-CONFLICT_RETRIES = 5
+# What to do when the conditioned writes of one history kept being refused.
+WRITERS_HINT = "another process is writing this release history; stop it and deploy again"
 
 
-def _utcnow():
-    return datetime.datetime.now(datetime.timezone.utc)
+class _Stale(Exception):
+    """An attempt of :meth:`HistoryClient.update` decided nothing or was refused: read the ConfigMap again."""
 
 
 class HistoryClient:
@@ -38,11 +41,11 @@ class HistoryClient:
         self.kube = kube
         self.namespace = namespace
         self.key = release_key
-        self.now = now or _utcnow
+        self.now = now or times.utcnow
         self.notes = []
         self.namespace_object = None  # the release Namespace as the deploy read it (history_anchor.write)
         self.anchoring = True  # False: record writes leave the anchors alone (rollback of a record not vouched for)
-        self.locator_name = codec.locator_name(release_key)
+        self.locator_name = naming.locator_name(release_key)
         self._seen = {}  # name -> the last ConfigMap read or written (see the module docstring)
         self._absent = set()  # names of ConfigMaps whose last read found none (and none written since)
         # A listing may be sent while this client writes (a deploy lists the records while it writes its own): the
@@ -92,8 +95,13 @@ class HistoryClient:
 
     def call(self, method, path, subject, action, passthrough=(), **kw):
         """One request; API errors other than ``passthrough`` become HistoryError keeping the server's text."""
+        return self._sent(lambda: self.kube.request(method, path, subject=subject, **kw), subject, action,
+                          passthrough)
+
+    def _sent(self, send, subject, action, passthrough=()):
+        """The data of the answer to ``send()`` (one request); its API errors as :meth:`call` maps them."""
         try:
-            return self.kube.request(method, path, subject=subject, **kw).data
+            return send().data
         except passthrough:
             raise
         except ApiError as err:
@@ -130,80 +138,93 @@ class HistoryClient:
         Retried like an idempotent request (a POST whose answer was lost is sent again): every caller reads the
         409 it may then get as "exists already" and re-reads (docs/reliability.md, Retries).
         """
-        return self._remember(self.call("POST", self.path(resource=resource),
-                                        self.subject(body["metadata"]["name"], kind), action,
-                                        passthrough=(ConflictError,), body=body, repeatable=True), resource,
-                              written=True)
+        subject = self.subject(body["metadata"]["name"], kind)
+        written = self._sent(lambda: writes.create(self.kube, self.path(resource=resource), body, subject,
+                                                   repeatable=True), subject, action, passthrough=(ConflictError,))
+        return self._remember(written, resource, written=True)
 
     def put(self, body, action, resource="configmaps", kind="ConfigMap", passthrough=(ConflictError,)):
         """PUT ``body`` (conditioned on its resourceVersion); ConflictError passes through."""
         name = body["metadata"]["name"]
-        return self._remember(self.call("PUT", self.path(name, resource), self.subject(name, kind), action,
-                                        passthrough=passthrough, body=body), resource, written=True)
+        subject = self.subject(name, kind)
+        written = self._sent(lambda: writes.replace(self.kube, self.path(name, resource), body, subject), subject,
+                             action, passthrough=passthrough)
+        return self._remember(written, resource, written=True)
 
     def update(self, name, change, action, missing_hint=None, missing_ok=False):
         """Read ``name``, PUT ``change(cm)`` (None: nothing to do) with its resourceVersion; re-read on 409.
 
         Returns the written (or unchanged) ConfigMap; None when it does not exist and ``missing_ok``. The first
         attempt starts from the remembered version when there is one; what it decides without writing (None,
-        or an error from ``change``) is decided again on a fresh read.
+        or an error from ``change``) is decided again on a fresh read. Every attempt counts towards the retries.
         """
-        remembered = self._seen.pop(name, None)
-        for _attempt in range(CONFLICT_RETRIES):
-            if remembered is not None:
-                cm, remembered = remembered, None
-                try:
-                    changed = change(cm)
-                except ManentError:
-                    changed = None
-                if changed is None:
-                    continue  # not decided on a remembered version: read it
-                try:
-                    return self.put(changed, action, passthrough=(ConflictError, NotFoundError))
-                except (ConflictError, NotFoundError):
-                    continue
-            cm = self.get(name, action)
-            if cm is None:
-                if missing_ok:
-                    return None
-                raise HistoryError("cannot %s: the ConfigMap does not exist" % action, subject=self.subject(name),
-                                   hint=missing_hint or "it was deleted while the deploy ran; check who else "
-                                   "manages this history")
+        remembered = [self._seen.pop(name, None)]
+
+        def attempt(_number):
+            cm, remembered[0] = remembered[0], None
+            if cm is not None:
+                return self._update_remembered(cm, change, action)
+            return self._update_read(name, change, action, missing_hint, missing_ok)
+
+        return retry_on_conflict(attempt, lambda tries, _last: HistoryError(
+            "cannot %s: the ConfigMap kept changing under us (%d conflicting writes)" % (action, tries),
+            subject=self.subject(name), hint=WRITERS_HINT), refused=(_Stale,))
+
+    def _update_remembered(self, cm, change, action):
+        """One attempt of :meth:`update` from the remembered ``cm``; _Stale when it decides nothing or the server
+        refuses the write (409, 404)."""
+        try:
             changed = change(cm)
-            if changed is None:
-                return cm
-            try:
-                return self.put(changed, action)
-            except ConflictError:
-                continue
-        raise HistoryError("cannot %s: the ConfigMap kept changing under us (%d conflicting writes)"
-                           % (action, CONFLICT_RETRIES), subject=self.subject(name),
-                           hint="another process is writing this release history; stop it and deploy again")
+        except ManentError:
+            changed = None
+        if changed is None:
+            raise _Stale()  # not decided on a remembered version: read it
+        try:
+            return self.put(changed, action, passthrough=(ConflictError, NotFoundError))
+        except (ConflictError, NotFoundError):
+            raise _Stale() from None
+
+    def _update_read(self, name, change, action, missing_hint, missing_ok):
+        """One attempt of :meth:`update` from a fresh read; _Stale when the server refuses the write (409)."""
+        cm = self.get(name, action)
+        if cm is None:
+            if missing_ok:
+                return None
+            raise HistoryError("cannot %s: the ConfigMap does not exist" % action, subject=self.subject(name),
+                               hint=missing_hint or "it was deleted while the deploy ran; check who else "
+                               "manages this history")
+        changed = change(cm)
+        if changed is None:
+            return cm
+        try:
+            return self.put(changed, action)
+        except ConflictError:
+            raise _Stale() from None
 
     def delete(self, obj, action, resource="configmaps", kind="ConfigMap"):
         """Delete exactly the object that was read (uid precondition); False when already gone."""
         name = obj["metadata"]["name"]
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"uid": obj["metadata"].get("uid")}}
+        subject = self.subject(name, kind)
         if resource == "configmaps":
             self._seen.pop(name, None)
         try:
-            self.call("DELETE", self.path(name, resource), self.subject(name, kind), action,
-                      passthrough=(NotFoundError, ConflictError), body=body)
+            self._sent(lambda: writes.delete(self.kube, self.path(name, resource), subject,
+                                             uid=obj["metadata"].get("uid")),
+                       subject, action, passthrough=(NotFoundError, ConflictError))
         except NotFoundError:
             return False
         except ConflictError:
             return False  # replaced by a new object of the same name: not the one we meant to delete
         return True
 
-    def history(self, role=codec.HISTORY_RECORD):
+    def history(self, role=naming.HISTORY_RECORD):
         """This key's history ConfigMaps of ``role`` (records by default): selected by the key's labels and
         named ``<locator>-...``."""
         return self.histories(role)[0]
 
     def histories(self, *roles):
         """One list per role in ``roles`` of this key's history ConfigMaps, from one LIST request."""
-        selector = codec.history_selector(self.key, roles[0] if len(roles) == 1 else None)
+        selector = naming.history_selector(self.key, roles[0] if len(roles) == 1 else None)
         sent_after = self._writes
         items = self.call("GET", self.path(), self.subject(self.locator_name + "-*"),
                           "list the release history", query={"labelSelector": selector}).get("items") or []
@@ -213,5 +234,6 @@ class HistoryClient:
             cm.setdefault("apiVersion", "v1")
             cm.setdefault("kind", "ConfigMap")
             self._remember(cm, listed_after=sent_after)
-        return [[cm for cm in mine if ((cm.get("metadata") or {}).get("labels") or {}).get(codec.LABEL_HISTORY) == role]
+        return [[cm for cm in mine
+                 if ((cm.get("metadata") or {}).get("labels") or {}).get(naming.LABEL_HISTORY) == role]
                 for role in roles]

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import locator_format, naming
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ConflictError, HistoryError, InputError, LockedError, NotFoundError)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import CONFLICT_RETRIES
-
-LOCK_TTL_SECONDS = codec.LOCK_TTL_SECONDS
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import retry_on_conflict
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import WRITERS_HINT
 
 _CLEAR_LOCK = ("clear the lock fields of the locator (see docs/history.md, Lock) or deploy with "
                "break_lock: true, only if you are sure no other deploy of this release is running")
@@ -40,7 +39,7 @@ class Locator:
         return self.client.subject(self.client.locator_name)
 
     def _decoded(self, cm):
-        data = codec.decode_locator(cm)
+        data = locator_format.decode_locator(cm)
         data["name"] = cm["metadata"]["name"]
         data["resourceVersion"] = cm["metadata"].get("resourceVersion") or ""
         return data
@@ -58,7 +57,8 @@ class Locator:
     def held(self):
         """True when the locator as this client last read or wrote it (no request) names this holder's lock."""
         cm = self.client.remembered(self.client.locator_name)
-        return bool(self.holder and cm is not None and codec.decode_locator(cm).get("lockHolder") == self.holder)
+        return bool(self.holder and cm is not None
+                    and locator_format.decode_locator(cm).get("lockHolder") == self.holder)
 
     def in_service(self, data=None):
         """version, deployment, slot and record of the release in service, or None when there is none; from
@@ -66,7 +66,7 @@ class Locator:
         data = self.read() if data is None else data
         if not data or not data["version"]:
             return None
-        record = data["record"] or codec.record_name(self.client.key, data["version"])
+        record = data["record"] or naming.record_name(self.client.key, data["version"])
         return {"version": data["version"], "deployment": data["deployment"], "slot": data["slot"],
                 "record": record}
 
@@ -74,11 +74,11 @@ class Locator:
         """Copy of ``cm`` with locator ``data`` and the history labels (everything else as read)."""
         out = copy.deepcopy(cm)
         merged = dict(out.get("data") or {})
-        merged.update(codec.encode_locator(self.client.key, self.client.namespace, data,
-                                           now=self.client.now())["data"])
+        merged.update(locator_format.encode_locator(self.client.key, self.client.namespace, data,
+                                                    now=self.client.now())["data"])
         out["data"] = merged
         labels = dict(out["metadata"].get("labels") or {})
-        labels.update(codec.history_labels(self.client.key, codec.HISTORY_LOCATOR))
+        labels.update(naming.history_labels(self.client.key, naming.HISTORY_LOCATOR))
         out["metadata"]["labels"] = labels
         return out
 
@@ -88,7 +88,7 @@ class Locator:
         """Change the locator fields with ``edit(data)`` (in place; False: nothing to do) under this holder's
         lock; LockedError when another deploy has taken it. Returns the written (or unchanged) ConfigMap."""
         def apply(cm):
-            data = codec.decode_locator(cm)
+            data = locator_format.decode_locator(cm)
             self.check(data, action)
             if edit(data) is False:
                 return None
@@ -98,7 +98,7 @@ class Locator:
 
     def update(self, action, **fields):
         """Set locator ``fields`` (traffic state: candidate, weight, retired, ...) under this holder's lock."""
-        unknown = sorted(set(fields) - set(codec.TRAFFIC_FIELDS))
+        unknown = sorted(set(fields) - set(locator_format.TRAFFIC_FIELDS))
         if unknown:
             raise InputError("locator field(s) %s are not traffic fields" % ", ".join(unknown), subject=self.subject)
         wanted = {name: "" if value is None else str(value) for name, value in fields.items()}
@@ -130,30 +130,31 @@ class Locator:
 
     def _lock_data(self, cm, ttl, break_lock, raced):
         """(locator data locked by this holder, note on a take-over or None); LockedError when held."""
-        data = codec.decode_locator(cm)
+        data = locator_format.decode_locator(cm)
         now = self.client.now()
         try:
-            state, holder, since = codec.lock_state(data, now)
+            state, holder, since = locator_format.lock_state(data, now)
         except HistoryError:
             if not break_lock or raced:
                 raise HistoryError("the lock held by %r has no readable lockSince/lockExpires" % data["lockHolder"],
                                    subject=self.subject, hint=_CLEAR_LOCK) from None
-            state, holder, since = codec.LOCK_HELD, "", data["lockSince"]  # taken over below, even if ours
-        if state == codec.LOCK_FREE:
-            return codec.with_lock(codec.without_lock(data), self.holder, now, ttl), None
+            state, holder, since = locator_format.LOCK_HELD, "", data["lockSince"]  # taken over below, even if ours
+        if state == locator_format.LOCK_FREE:
+            return locator_format.with_lock(locator_format.without_lock(data), self.holder, now, ttl), None
         if holder == self.holder:
-            return codec.with_lock(data, self.holder, now, ttl), None
+            return locator_format.with_lock(data, self.holder, now, ttl), None
         holder = holder or data["lockHolder"]
-        if state == codec.LOCK_HELD and (raced or not break_lock):
+        if state == locator_format.LOCK_HELD and (raced or not break_lock):
             raise self._locked_error(holder, since, data["lockExpires"])
-        if state == codec.LOCK_HELD:
+        if state == locator_format.LOCK_HELD:
             note = "broke the release lock held by deploy %r since %s (break_lock: true)" % (holder, since)
         else:
             note = ("took over the expired release lock of deploy %r (held since %s, expired %s)"
                     % (holder, since, data["lockExpires"] or "?"))
-        return codec.with_lock(codec.without_lock(data), self.holder, now, ttl), note + " on " + self.subject
+        locked = locator_format.with_lock(locator_format.without_lock(data), self.holder, now, ttl)
+        return locked, note + " on " + self.subject
 
-    def acquire(self, ttl=LOCK_TTL_SECONDS, break_lock=False):
+    def acquire(self, ttl=locator_format.LOCK_TTL_SECONDS, break_lock=False):
         """Take (or renew) the deploy lock of this release key; returns the locator as :meth:`read`.
 
         Creates the locator, already locked, when the key was never deployed. Of two deploys racing for
@@ -193,26 +194,29 @@ class Locator:
                 return self._decoded(created)
             raced = True  # created at the same moment by another deploy: lock it the usual way
             cm = self._reread(action, "the locator was created and deleted again meanwhile")
-        for attempt in range(CONFLICT_RETRIES):
+        current = [cm]
+
+        def attempt(number):
             # After a 409 the lock of any other holder is final, even with break_lock: it was just written.
-            data, note = self._lock_data(cm, ttl, break_lock, raced=raced or attempt > 0)
+            data, note = self._lock_data(current[0], ttl, break_lock, raced=raced or number > 0)
             try:
-                written = self.client.put(self._with_data(cm, data), action)
+                written = self.client.put(self._with_data(current[0], data), action)
             except ConflictError:
-                cm = self._reread(action, "the locator was deleted while locking it")
-                continue
+                current[0] = self._reread(action, "the locator was deleted while locking it")
+                raise
             if note:
                 self.client.notes.append(note)
             return self._decoded(written)
-        raise HistoryError("cannot %s: the locator kept changing (%d conflicting writes)" % (action, CONFLICT_RETRIES),
-                           subject=self.subject,
-                           hint="another process is writing this release history; stop it and deploy again")
+
+        return retry_on_conflict(attempt, lambda tries, _last: HistoryError(
+            "cannot %s: the locator kept changing (%d conflicting writes)" % (action, tries), subject=self.subject,
+            hint=WRITERS_HINT))
 
     def _create_locked(self, ttl, action):
         """The locator created already locked by this holder; None when another deploy created it first."""
         now = self.client.now()
-        body = codec.encode_locator(self.client.key, self.client.namespace,
-                                    codec.with_lock({}, self.holder, now, ttl), now=now)
+        body = locator_format.encode_locator(self.client.key, self.client.namespace,
+                                             locator_format.with_lock({}, self.holder, now, ttl), now=now)
         try:
             return self.client.create(body, action)
         except ConflictError:
@@ -229,12 +233,12 @@ class Locator:
         released = []
 
         def unlock(cm):
-            data = codec.decode_locator(cm)
+            data = locator_format.decode_locator(cm)
             released.clear()
             if not self.holder or data["lockHolder"] != self.holder:
                 return None
             released.append(True)
-            return self._with_data(cm, codec.without_lock(data))
+            return self._with_data(cm, locator_format.without_lock(data))
 
         self.client.update(self.client.locator_name, unlock, "unlock the release history", missing_ok=True)
         return bool(released)

@@ -6,7 +6,7 @@ companion Secrets (docs/history.md, Records of the earlier format). Every deploy
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import companion_format, naming
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ConflictError, HistoryError
 
 
@@ -21,8 +21,8 @@ class SecretsMigration:
     def pending(self, listed=None):
         """This key's records and backups written by the earlier format, read now (one LIST), or among
         ``listed`` ((records, backups) as HistoryClient.histories answered)."""
-        records, backups = listed or self.client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
-        return [cm for cm in records + backups if codec.needs_migration(cm)]
+        records, backups = listed or self.client.histories(naming.HISTORY_RECORD, naming.HISTORY_BACKUP)
+        return [cm for cm in records + backups if companion_format.needs_migration(cm)]
 
     def migrate(self, pending=None, skip=()):
         """Move the Secrets of this key's records and backups written by the earlier format (Secrets inside
@@ -45,7 +45,7 @@ class SecretsMigration:
         subject = self.client.subject(name)
         action = "move the Secrets of %s out of the ConfigMap" % name
         try:
-            new_cm, companion = codec.migrate(cm)
+            new_cm, companion = companion_format.migrate(cm)
         except HistoryError as err:
             self.client.notes.append("left %s as it is: %s" % (subject, err))
             return False

@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release records: one ConfigMap per release (and its companion Secret when the release has Secrets).
 
-Saving, reading (each record checked against tampering: :func:`history_codec.check_record`), marking their
+Saving, reading (each record checked against tampering: :func:`record_check.check_record`), marking their
 status, and putting a release in service (promote) or next to it as the
-traffic candidate, which also moves the locator's pointer (under the lock, see :mod:`history_locator`).
+traffic candidate, which also moves the locator's pointer (under the lock, see :mod:`locator`). Their content
+comes from :mod:`record_format`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import (
+    companion_format, locator_format, naming, record_check, record_format, retention_rule, times)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ConflictError, HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import together
 
@@ -39,8 +41,8 @@ class Records:
         self._check_release(release)
         meta = dict(meta or {})
         meta.setdefault("created", self.client.now())
-        body = codec.encode_record(release, self.client.namespace, objects, meta)
-        codec.encode_companion(body, codec.split_secrets(objects)[1])  # size check of the Secrets
+        body = record_format.encode_record(release, self.client.namespace, objects, meta)
+        companion_format.encode_companion(body, record_format.split_secrets(objects)[1])  # size check of the Secrets
         return body
 
     def save(self, release, objects, meta=None):
@@ -49,7 +51,7 @@ class Records:
         body = self.prepare(release, objects, meta)
         name = body["metadata"]["name"]
         action = "save the release record of version %s" % release.version
-        secrets = codec.split_secrets(objects)[1]
+        secrets = record_format.split_secrets(objects)[1]
         try:
             written = self.client.create(body, action)
             self.companions.write(written, secrets, action)
@@ -91,15 +93,15 @@ class Records:
     def note_strays(self, release, objects):
         """Before a redeploy of the version in service (``release``: same version, other deploy id or rendering)
         writes its first object: list in the record in service those of ``objects`` that it does not hold
-        (codec.with_strays), so that they stay prunable if the redeploy fails, while the record keeps the objects,
-        deploy id and status of what is in service. Nothing is written when there is nothing new to list."""
+        (record_format.with_strays), so that they stay prunable if the redeploy fails, while the record keeps the
+        objects, deploy id and status of what is in service. Nothing is written when there is nothing new to list."""
         self._check_release(release)
-        name = codec.record_name(self.client.key, release.version)
-        strays = [codec.stray_of(obj) for obj in objects]
+        name = naming.record_name(self.client.key, release.version)
+        strays = [record_format.stray_of(obj) for obj in objects]
         written = [False]  # what the last decision was (a conflict decides again on a fresh read)
 
         def listed(cm):  # None when the record lists them already: nothing to write
-            out = codec.with_strays(cm, strays, self.client.subject(name))
+            out = record_format.with_strays(cm, strays, self.client.subject(name))
             written[0] = out.get("binaryData") != cm.get("binaryData")
             return out if written[0] else None
 
@@ -112,12 +114,12 @@ class Records:
     def mark(self, version, status, missing_ok=False, **fields):
         """Set the status (and record fields such as slot or replaced) of the record of ``version``; its
         metadata, or None when it does not exist and ``missing_ok``."""
-        name = codec.record_name(self.client.key, version)
-        updated = self.client.update(name, lambda cm: codec.set_status(cm, status, **fields),
+        name = naming.record_name(self.client.key, version)
+        updated = self.client.update(name, lambda cm: record_format.set_status(cm, status, **fields),
                                      "set the status of version %s to %s" % (version, status),
                                      missing_hint="no record of version %s: save it before marking it" % version,
                                      missing_ok=missing_ok)
-        return None if updated is None else codec.record_meta(updated)
+        return None if updated is None else record_format.record_meta(updated)
 
     def promote(self, release, replaced_version=None):
         """Put ``release`` in service after its rollout succeeded.
@@ -126,27 +128,28 @@ class Records:
         record deployed and the replaced one superseded.
         """
         self._check_release(release)
-        name = codec.record_name(self.client.key, release.version)
+        name = naming.record_name(self.client.key, release.version)
         record = self.client.known(name, "promote version %s" % release.version)
         if record is None:
             raise HistoryError("cannot promote version %s: its record does not exist" % release.version,
                                subject=self.client.subject(name), hint="save the record before applying the release")
-        slot = codec.record_meta(record)["slot"]
+        slot = record_format.record_meta(record)["slot"]
         replaced = "" if replaced_version is None else str(replaced_version)
-        replaced_record = codec.record_name(self.client.key, replaced) if replaced else ""
+        replaced_record = naming.record_name(self.client.key, replaced) if replaced else ""
 
         def point(data):
             data.update(version=str(release.version), deployment=str(release.deployment or ""), record=name,
                         slot=slot, replaced=replaced, replacedRecord=replaced_record, retired="",
-                        promoted=codec.format_time(self.client.now()) if slot else "")
+                        promoted=times.format_time(self.client.now()) if slot else "")
             if data["candidate"] == str(release.version) or not slot:
-                data.update({field: "" for field in codec.TRAFFIC_FIELDS if field not in ("promoted", "retired")})
+                data.update({field: "" for field in locator_format.TRAFFIC_FIELDS
+                             if field not in ("promoted", "retired")})
 
         self.locator.change("promote version %s" % release.version, point)
         # then the new record and the replaced one, two ConfigMaps, written at once (errors: the new record's first)
-        marks = [lambda: self.mark(release.version, codec.STATUS_DEPLOYED, replaced=replaced)]
+        marks = [lambda: self.mark(release.version, record_format.STATUS_DEPLOYED, replaced=replaced)]
         if replaced and replaced_record != name:
-            marks.append(lambda: self.mark(replaced, codec.STATUS_SUPERSEDED, missing_ok=True))
+            marks.append(lambda: self.mark(replaced, record_format.STATUS_SUPERSEDED, missing_ok=True))
         if together(*marks)[1:] == [None]:
             self.client.notes.append("the record of the replaced version %s (%s) does not exist; nothing to "
                                      "mark superseded" % (replaced, self.client.subject(replaced_record)))
@@ -156,8 +159,8 @@ class Records:
         """Record ``release`` (applied to ``slot``, not in service) as the traffic candidate, weight 0. A candidate
         it replaces (another version, never promoted) is marked superseded: its slot's objects are now this one's."""
         self._check_release(release)
-        name = codec.record_name(self.client.key, release.version)
-        self.mark(release.version, codec.STATUS_CANDIDATE, slot=slot)
+        name = naming.record_name(self.client.key, release.version)
+        self.mark(release.version, record_format.STATUS_CANDIDATE, slot=slot)
         current = self.locator.read() or {}
         weight = current.get("weight") if current.get("candidate") == str(release.version) else "0"
         located = self.locator.update("record the candidate %s" % release.version, candidate=release.version,
@@ -165,30 +168,31 @@ class Records:
                                       candidateSlot=slot, weight=weight or "0")
         replaced = current.get("candidate") or ""
         if replaced and replaced != str(release.version):
-            self.mark(replaced, codec.STATUS_SUPERSEDED, missing_ok=True)
+            self.mark(replaced, record_format.STATUS_SUPERSEDED, missing_ok=True)
         return located
 
     # ------------------------------------------------------------------ read
 
     def list(self):
         """Metadata of this release key's records, newest first (objects are not unpacked)."""
-        return sorted((codec.record_meta(cm) for cm in self.client.history()), key=codec.created_order, reverse=True)
+        return sorted((record_format.record_meta(cm) for cm in self.client.history()),
+                      key=retention_rule.created_order, reverse=True)
 
     def load(self, version, secrets=True, strays=False):
         """(meta, objects) of the record of ``version``; with ``secrets=False`` the Secrets come without their
         values and the companion Secret is not read (enough for kinds, names, labels and annotations). With
         ``strays`` (what may be pruned, never what is applied), the objects a failed redeploy of that version
         may have left follow its own (note_strays)."""
-        name = codec.record_name(self.client.key, version)
+        name = naming.record_name(self.client.key, version)
         cm = self.client.get(name, "read the record of version %s" % version)
         if cm is None:
             raise HistoryError("no record of version %s in the release history" % version,
                                subject=self.client.subject(name),
                                hint="list the records with: kubectl -n %s get configmap -l %s"
-                               % (self.client.namespace, codec.history_selector(self.client.key,
-                                                                                codec.HISTORY_RECORD)))
-        meta, objects = codec.decode_record(cm)
-        codec.check_record(cm, self.client.key, objects)  # tampered records stop rollback and audit here
+                               % (self.client.namespace, naming.history_selector(self.client.key,
+                                                                                 naming.HISTORY_RECORD)))
+        meta, objects = record_format.decode_record(cm)
+        record_check.check_record(cm, self.client.key, objects)  # tampered records stop rollback and audit here
         if meta["version"] and meta["version"] != str(version):
             raise HistoryError("the record holds version %s, not %s" % (meta["version"], version),
                                subject=self.client.subject(name), hint="the record was edited by hand; delete it")
@@ -208,15 +212,15 @@ class Records:
             raise HistoryError("the release in service (version %s) has no record" % current["version"],
                                subject=self.client.subject(current["record"]),
                                hint="it cannot be rolled back to; deploy a known good version instead")
-        objects = codec.decode_record(cm)[1]
+        objects = record_format.decode_record(cm)[1]
         # What the next deploy may prune or carry over: the same checks, but a release may span namespaces.
-        codec.check_record(cm, self.client.key, objects, own_namespace=False)
+        record_check.check_record(cm, self.client.key, objects, own_namespace=False)
         if secrets:
             objects = self.companions.restore(cm, objects, "read the Secrets of the release in service")
         return objects + (self._strays(cm, own_namespace=False) if strays else [])
 
     def _strays(self, cm, own_namespace=True):
         """The objects record ``cm`` lists for a failed redeploy, checked as its own objects are."""
-        strays = codec.decode_strays(cm)
-        codec.check_record(cm, self.client.key, strays, own_namespace=own_namespace)
+        strays = record_format.decode_strays(cm)
+        record_check.check_record(cm, self.client.key, strays, own_namespace=own_namespace)
         return strays

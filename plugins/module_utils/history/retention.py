@@ -3,13 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Retention: after a successful deploy, delete the records beyond ``keep_releases`` (docs/history.md).
 
-Which records go is decided by :func:`history_codec.records_to_delete` (the keep_releases rule is
-:func:`history_codec.check_keep_releases`); this file deletes them with their companion Secrets and backups.
+Which records go is decided by :func:`retention_rule.records_to_delete` (the keep_releases rule is
+:func:`retention_rule.check_keep_releases`); this file deletes them with their companion Secrets and backups.
 """
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import (
+    companion_format, naming, record_format, retention_rule)
 
 
 class Retention:
@@ -31,7 +32,7 @@ class Retention:
         cms, backups = self._from_listing(listed, protect) if listed is not None else (None, None)
         if cms is None:
             cms = {cm["metadata"]["name"]: cm for cm in self.client.history()}
-        doomed = codec.records_to_delete([codec.record_meta(cm) for cm in cms.values()], keep, protect)
+        doomed = retention_rule.records_to_delete([record_format.record_meta(cm) for cm in cms.values()], keep, protect)
         deleted = []
         for name in doomed:
             if self.client.delete(cms[name], "delete the old release record"):
@@ -55,10 +56,10 @@ class Retention:
     def _delete_backups(self, cms, deleted, backups=None):
         """Delete the backups of the ``deleted`` records (``cms``: the records as read, by name; ``backups``: as
         listed under the lock, else listed now)."""
-        for cm in self.client.history(codec.HISTORY_BACKUP) if backups is None else backups:
-            original = (cm["metadata"].get("annotations") or {}).get(codec.ANNOTATION_BACKUP_OF)
+        for cm in self.client.history(naming.HISTORY_BACKUP) if backups is None else backups:
+            original = (cm["metadata"].get("annotations") or {}).get(naming.ANNOTATION_BACKUP_OF)
             if original in deleted and self.client.delete(cm, "delete a record backup"):
-                if codec.companion_name(cm) != codec.companion_name(cms[original]):
+                if companion_format.companion_name(cm) != companion_format.companion_name(cms[original]):
                     self.companions.delete(cm, "delete the Secrets of a record backup")
                 self.client.notes.append("deleted %s, the backup of a deleted record"
                                          % self.client.subject(cm["metadata"]["name"]))

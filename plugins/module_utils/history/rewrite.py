@@ -8,7 +8,7 @@ renamed or converted to the apiVersions the cluster serves, and kinds without re
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import anchor as history_anchor
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import companion_format, naming, record_format
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apiconvert import DROP, converter_for
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ConflictError, HistoryError, InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
@@ -50,13 +50,13 @@ class ApiVersionRewrite:
 
     def _rewrite_one(self, cm, converter, dry_run):
         name = cm["metadata"]["name"]
-        entry = {"record": name, "version": codec.record_meta(cm)["version"], "action": ACTION_ERROR,
+        entry = {"record": name, "version": record_format.record_meta(cm)["version"], "action": ACTION_ERROR,
                  "changes": [], "dropped": [], "errors": [], "backup": ""}
-        if not dry_run and codec.needs_migration(cm):
+        if not dry_run and companion_format.needs_migration(cm):
             entry["errors"].append("its Secrets could not be moved out of the ConfigMap (see the warnings)")
             return entry
         try:
-            meta, objects = codec.decode_record(cm)
+            meta, objects = record_format.decode_record(cm)
         except HistoryError as err:
             entry["errors"].append(str(err))
             return entry
@@ -65,12 +65,12 @@ class ApiVersionRewrite:
             return entry
         if not entry["changes"]:
             return None
-        entry["backup"] = codec.backup_name(name)
+        entry["backup"] = naming.backup_name(name)
         if dry_run:
             entry["action"] = ACTION_WOULD_REWRITE
             return entry
-        subject = codec.release_subject(Release(self.client.key, meta["version"]))
-        rewritten = codec.with_objects(cm, mapped, subject)
+        subject = naming.release_subject(Release(self.client.key, meta["version"]))
+        rewritten = record_format.with_objects(cm, mapped, subject)
         if entry["dropped"]:
             rewritten["data"]["objectCount"] = str(len(mapped))
         # A record whose cluster-scoped objects the anchor vouched for stays vouched for once rewritten, also when
@@ -102,7 +102,7 @@ class ApiVersionRewrite:
                                hint="run the rewrite again") from err
 
     def _write_backup(self, cm):
-        body = codec.encode_backup(cm, self.client.key, self.client.namespace)
+        body = record_format.encode_backup(cm, self.client.key, self.client.namespace)
         try:
             self.client.create(body, "back up the release record")
         except ConflictError:

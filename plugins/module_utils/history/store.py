@@ -5,15 +5,16 @@
 
 :class:`HistoryStore` composes the parts, each in its own file:
 
-* :mod:`history_client` — the requests (ConfigMaps and Secrets of one namespace, 409 re-reads, uid deletes);
-* :mod:`history_locator` — the locator: the release in service and the deploy lock;
-* :mod:`history_records` — records and their companion Secrets (:mod:`history_companion`), promote;
-* :mod:`history_retention` — cleanup beyond ``keep_releases``;
-* :mod:`history_migration` — records of the earlier format (Secrets inside the ConfigMap);
-* :mod:`history_rewrite` — the rewrite of stored apiVersions, with backups;
+* :mod:`client` — the requests (ConfigMaps and Secrets of one namespace, 409 re-reads, uid deletes);
+* :mod:`locator` — the locator: the release in service and the deploy lock;
+* :mod:`records` — records and their companion Secrets (:mod:`companion`), promote;
+* :mod:`retention` — cleanup beyond ``keep_releases``;
+* :mod:`migration` — records of the earlier format (Secrets inside the ConfigMap);
+* :mod:`rewrite` — the rewrite of stored apiVersions, with backups;
 * :mod:`helm_migration` — deletion of Helm's release Secrets.
 
-Names, labels and contents come from :mod:`history_codec`. Every write that depends on what was read is a
+Names and labels come from :mod:`naming`, contents from :mod:`record_format`, :mod:`companion_format` and
+:mod:`locator_format`. Every write that depends on what was read is a
 PUT carrying the read ``resourceVersion``, so two deploys of the same release key can never both believe
 they hold the lock or both move the pointer: the API server refuses the second write with 409 Conflict.
 Only ConfigMaps of this store's release key are ever touched: records are listed by the key's labels *and*
@@ -22,29 +23,22 @@ must be named ``<locator>-...`` (the locator name ends with the hash of the full
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import naming
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.helm_migration import (
     HELM_RELEASE_TYPE, delete_helm_release_secrets)
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import (
-    CONFLICT_RETRIES, HistoryClient)
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.client import HistoryClient
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.companion import Companions
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator import LOCK_TTL_SECONDS, Locator
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator import Locator
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.locator_format import LOCK_TTL_SECONDS
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.migration import SecretsMigration
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.records import Records
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.retention import Retention
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.rewrite import (
     ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, ApiVersionRewrite)
 
-__all__ = ["HistoryStore", "backup_name", "ACTION_ERROR", "ACTION_REWRITTEN", "ACTION_WOULD_REWRITE",
-           "ANNOTATION_BACKUP_OF", "BACKUP_SUFFIX", "CONFLICT_RETRIES", "HELM_RELEASE_TYPE", "HISTORY_BACKUP",
+__all__ = ["HistoryStore", "ACTION_ERROR", "ACTION_REWRITTEN", "ACTION_WOULD_REWRITE", "HELM_RELEASE_TYPE",
            "LOCK_TTL_SECONDS"]
-
-# Names kept importable from here.
-HISTORY_BACKUP = codec.HISTORY_BACKUP
-BACKUP_SUFFIX = codec.BACKUP_SUFFIX
-ANNOTATION_BACKUP_OF = codec.ANNOTATION_BACKUP_OF
-backup_name = codec.backup_name
 
 
 class HistoryStore:
@@ -157,7 +151,7 @@ class HistoryStore:
         """The records and backups of the earlier format (Secrets inside the ConfigMap), read now (one LIST).
         Called holding the lock, the listing is kept for :meth:`cleanup`: under the lock only this holder writes
         this history, and the client remembers what it wrote since."""
-        listed = self._client.histories(codec.HISTORY_RECORD, codec.HISTORY_BACKUP)
+        listed = self._client.histories(naming.HISTORY_RECORD, naming.HISTORY_BACKUP)
         if self._locator.held():
             self._listed = listed
         return self._migration.pending(listed)

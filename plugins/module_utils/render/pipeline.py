@@ -243,7 +243,7 @@ def _checked(obj, source, defined, options, cluster_version, problems, deprecati
 
 def outside_namespace_warning(objects, namespace):
     """[a warning] when namespaced objects of the release live outside its namespace: they deploy, but the
-    history kept in the release namespace does not restore them (history_codec.check_record), so a rollback has
+    history kept in the release namespace does not restore them (history/record_check.py), so a rollback has
     to deploy the previous artifact again. Said at render time, before it matters."""
     outside = [ref(obj) for obj in objects if namespace_of(obj) and namespace_of(obj) != namespace]
     if not outside:

@@ -16,7 +16,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle im
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.codec import check_keep_releases
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.retention_rule import check_keep_releases
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import CONCURRENCY
 
 APPLY_SPEC = {

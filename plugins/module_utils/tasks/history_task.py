@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import retention_rule
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apiconvert import Converter
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apimappings import load_mappings
@@ -79,7 +79,7 @@ def deploy_options(params, check_mode, diff):
     return DeployOptions(
         apply=ApplyOptions(dry_run=check_mode, diff=diff), wait=params["wait"],
         wait_timeout=parse_duration(params["wait_timeout"], name="wait_timeout"), prune=params["prune"],
-        keep_releases=codec.check_keep_releases(params["keep_releases"]), break_lock=params["break_lock"])
+        keep_releases=retention_rule.check_keep_releases(params["keep_releases"]), break_lock=params["break_lock"])
 
 
 def converter(params, discovery):

@@ -29,7 +29,7 @@ import datetime
 import time
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
+from ansible_collections.manent.kubernetes.plugins.module_utils.history import record_format, times
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
@@ -339,7 +339,7 @@ class Traffic:
         self._to_zero(self._slot_objects(version, slot), result)
         if self.options.dry_run:
             return
-        self.store.mark(version, codec.STATUS_ABORTED)
+        self.store.mark(version, record_format.STATUS_ABORTED)
         self.store.update_locator("abort the candidate %s" % version, candidate="", candidateDeployment="",
                                   candidateRecord="", candidateSlot="", weight="")
         result.changed = True
@@ -366,7 +366,7 @@ class Traffic:
         if self.options.dry_run:
             return
         self.store.promote(Release(self.store.key, replaced, meta.get("deployment") or ""), current)
-        self.store.mark(current, codec.STATUS_ROLLED_BACK)
+        self.store.mark(current, record_format.STATUS_ROLLED_BACK)
         result.changed = True
 
     def _retire(self, result):
@@ -392,14 +392,14 @@ class Traffic:
             result.changed = True
 
     def _check_delay(self, data):
-        promoted = codec.parse_time(data.get("promoted"))
+        promoted = times.parse_time(data.get("promoted"))
         now = (self.options.now or (lambda: datetime.datetime.now(datetime.timezone.utc)))()
         if promoted is None:
             return
         due = promoted + datetime.timedelta(seconds=self.options.scale_down_delay)
         if now < due:
             raise InputError("the replaced slot may be retired from %s (promoted %s, scale_down_delay %ds)"
-                             % (codec.format_time(due), data["promoted"], self.options.scale_down_delay),
+                             % (times.format_time(due), data["promoted"], self.options.scale_down_delay),
                              subject=self._subject(), hint="run retire again after that time")
 
     # ------------------------------------------------------------------ status
