@@ -185,62 +185,19 @@ history:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import OPERATIONS, Traffic, TrafficOptions
-
-TRAFFIC_SPEC = {
-    "operation": {"type": "str", "choices": list(OPERATIONS), "default": "status"},
-    "percent": {"type": "int"},
-    "traffic_route": {"type": "str", "required": True},
-    "traffic_route_kind": {"type": "str", "choices": ["HTTPRoute", "GRPCRoute"], "default": "HTTPRoute"},
-    "traffic_route_namespace": {"type": "str"},
-    "traffic_service": {"type": "str", "required": True},
-    "traffic_router": {"type": "str", "choices": ["gateway-api", "istio"], "default": "gateway-api"},
-    "testers_header": {"type": "dict", "options": {"name": {"type": "str", "required": True},
-                                                   "value": {"type": "str"}}},
-    "traffic_replicas": {"type": "str", "choices": ["manifest", "proportional"], "default": "manifest"},
-    "accept_timeout": {"type": "str", "default": "1m"},
-    "require_route_status": {"type": "bool", "default": False},
-    "settle_delay": {"type": "str", "default": "5s"},
-    "scale_down_delay": {"type": "str", "default": "10m"},
-    "wait_timeout": {"type": "str", "default": "5m"},
-    "break_lock": {"type": "bool", "default": False},
-}
-
-
-def traffic_options(params, check_mode):
-    """The module's parameters as TrafficOptions (one place)."""
-    testers = params.get("testers_header")
-    return TrafficOptions(
-        route=params["traffic_route"], route_kind=params["traffic_route_kind"],
-        route_namespace=params.get("traffic_route_namespace") or "", service=params["traffic_service"],
-        router=params["traffic_router"], testers={k: v for k, v in testers.items() if v is not None} if testers else None,
-        proportional=params["traffic_replicas"] == "proportional",
-        accept_timeout=parse_duration(params["accept_timeout"], name="accept_timeout"),
-        require_route_status=params["require_route_status"],
-        settle_delay=parse_duration(params["settle_delay"], name="settle_delay"),
-        scale_down_delay=parse_duration(params["scale_down_delay"], name="scale_down_delay"),
-        wait_timeout=parse_duration(params["wait_timeout"], name="wait_timeout"),
-        dry_run=check_mode, break_lock=params["break_lock"])
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import traffic_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, TRAFFIC_SPEC), supports_check_mode=True,
-                           required_if=[("operation", "step", ("percent",))])
+    module = AnsibleModule(argument_spec=traffic_task.argument_spec(), supports_check_mode=True)
     mc.require_kubernetes(module)
     try:
-        options = traffic_options(module.params, module.check_mode)
-        kube, discovery = mc.open_cluster(module.params)
-        try:
-            traffic = Traffic(kube, discovery, module.params["namespace"], mc.release_key(module.params), options)
-            result = traffic.run(module.params["operation"], module.params.get("percent"))
-        finally:
-            kube.close()
+        result = traffic_task.run(module.params, module.check_mode, module._diff)
     except ManentError as exc:
         mc.fail(module, exc)
-    mc.exit_result(module, result.to_dict())
+    mc.exit_result(module, result)
 
 
 if __name__ == "__main__":

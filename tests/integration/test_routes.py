@@ -16,7 +16,9 @@ import time
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_destination_rule
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ConflictError, InputError, NotFoundError, WaitError)
 
@@ -73,7 +75,7 @@ def test_steps_write_only_the_slot_weights(cluster, namespace):
         assert weights(rule(stored, "testers")) == {"a": 0, "b": 100}
         assert rule(stored, "static") == rule(created, "static")
         assert stored["spec"]["parentRefs"] == created["spec"]["parentRefs"]
-        assert routes.current_weights(stored, "HTTPRoute", "shop", testers=TESTERS) == out["after"]
+        assert current_weights(stored, "HTTPRoute", "shop", testers=TESTERS) == out["after"]
     assert out["before"] == {"a": 90, "b": 10}
     managers = {entry["manager"] for entry in stored["metadata"]["managedFields"]}
     assert routes.FIELD_MANAGER in managers
@@ -125,7 +127,7 @@ def test_a_route_that_keeps_changing_fails_after_the_retries(cluster, namespace)
 
     kube = OtherWriter(cluster.kube, other_write, times=100)
     with pytest.raises(ConflictError) as caught:
-        routes.update_weights(kube, ref, "shop", "b", 10, testers=TESTERS, retries=2)
+        routes.update_weights(kube, ref, "shop", "b", 10, testers=TESTERS, tries=3)
     text = str(caught.value)
     assert text.startswith("HTTPRoute/%s/shop: another writer changed the route 3 times while manent set the "
                            "weights: Operation cannot be fulfilled on httproutes.gateway.networking.k8s.io \"shop\": "
@@ -177,10 +179,10 @@ def test_wait_accepted_once_the_controller_reports_the_new_generation(cluster, n
     ref = routes.RouteRef("HTTPRoute", namespace, "shop")
     set_status(cluster, ref, generation=1)
     out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
-    assert routes.acceptance(read(cluster, ref), out["generation"])[0] == "pending"
+    assert acceptance.acceptance(read(cluster, ref), out["generation"])[0] == "pending"
     thread = controller(cluster, ref, [(0.6, {"generation": out["generation"]})])
     started = time.monotonic()
-    assert routes.wait_accepted(cluster.kube, ref, out["generation"], 30, interval=0.2) == "accepted"
+    assert acceptance.wait_accepted(cluster.kube, ref, out["generation"], 30, interval=0.2) == "accepted"
     assert 0.5 < time.monotonic() - started < 10
     thread.join(5)
     # the status write did not bump the generation nor touch the weights
@@ -196,7 +198,7 @@ def test_wait_accepted_fails_at_the_deadline_when_never_accepted(cluster, namesp
     out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
     started = time.monotonic()
     with pytest.raises(WaitError) as caught:
-        routes.wait_accepted(cluster.kube, ref, out["generation"], 1.5, interval=0.3)
+        acceptance.wait_accepted(cluster.kube, ref, out["generation"], 1.5, interval=0.3)
     assert 1.4 < time.monotonic() - started < 10
     text = str(caught.value)
     assert not caught.value.permanent
@@ -213,7 +215,7 @@ def test_wait_accepted_stops_when_the_parent_rejects(cluster, namespace):
                message="Gateway no-such-gateway does not exist")
     started = time.monotonic()
     with pytest.raises(WaitError) as caught:
-        routes.wait_accepted(cluster.kube, ref, out["generation"], 30, interval=0.2)
+        acceptance.wait_accepted(cluster.kube, ref, out["generation"], 30, interval=0.2)
     assert time.monotonic() - started < 5
     assert caught.value.permanent
     assert "generation 2 was rejected: parent Gateway/no-such-gateway (controller manent.io/test-controller): " \
@@ -224,9 +226,9 @@ def test_wait_accepted_without_any_status(cluster, namespace):
     create(cluster, httproute(namespace))
     ref = routes.RouteRef("HTTPRoute", namespace, "shop")
     out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
-    assert routes.wait_accepted(cluster.kube, ref, out["generation"], 0.5, interval=0.2) == "no-status"
+    assert acceptance.wait_accepted(cluster.kube, ref, out["generation"], 0.5, interval=0.2) == "no-status"
     with pytest.raises(WaitError, match="no controller reported a status"):
-        routes.wait_accepted(cluster.kube, ref, out["generation"], 0.5, interval=0.2, require_status=True)
+        acceptance.wait_accepted(cluster.kube, ref, out["generation"], 0.5, interval=0.2, require_status=True)
 
 
 # ------------------------------------------------------------------------------------------- GRPCRoute
@@ -245,7 +247,7 @@ def test_grpcroute_round_trip(cluster, namespace):
              "backendRefs": [{"name": "health", "port": 9090}]}]}}
     created = create(cluster, grpc)
     ref = routes.RouteRef("GRPCRoute", namespace, "orders")
-    assert routes.current_weights(created, "GRPCRoute", "orders") == {"a": 1, "b": 1}  # the server's default weight
+    assert current_weights(created, "GRPCRoute", "orders") == {"a": 1, "b": 1}  # the server's default weight
     out = routes.update_weights(cluster.kube, ref, "orders", "b", 10, testers=TESTERS)
     stored = read(cluster, ref)
     testers, weighted, health = stored["spec"]["rules"]
@@ -261,7 +263,7 @@ def test_grpcroute_round_trip(cluster, namespace):
 def test_virtualservice_round_trip(cluster, namespace):
     create(cluster, destination_rule(namespace))
     dr_ref = routes.RouteRef("DestinationRule", namespace, "shop")
-    routes.check_destination_rule(read(cluster, dr_ref), "shop", namespace)
+    check_destination_rule(read(cluster, dr_ref), "shop", namespace)
     created = create(cluster, virtualservice(namespace))
     ref = routes.RouteRef("VirtualService", namespace, "shop")
     for percent in (10, 50):
@@ -278,7 +280,7 @@ def test_virtualservice_round_trip(cluster, namespace):
 def test_istio_refusals_write_nothing(cluster, namespace):
     create(cluster, destination_rule(namespace, subsets=("a",)))
     with pytest.raises(InputError, match="DestinationRule/%s/shop: subset b is missing" % namespace):
-        routes.check_destination_rule(read(cluster, routes.RouteRef("DestinationRule", namespace, "shop")), "shop")
+        check_destination_rule(read(cluster, routes.RouteRef("DestinationRule", namespace, "shop")), "shop")
     created = create(cluster, virtualservice(namespace, testers_first=False))
     ref = routes.RouteRef("VirtualService", namespace, "shop")
     with pytest.raises(InputError, match=r"the testers' http entry 2 \(testers\) comes after the weighted http "

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The route of one release's traffic operations: its current weights, and giving a slot a share of the traffic
+(the write in routes.py, then the wait until the route's controller accepted it, acceptance.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, destinations, routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights
+
+
+class Router:
+    """The route of TrafficOptions ``options`` (its namespace defaults to ``namespace``, the release's)."""
+
+    def __init__(self, kube, namespace, options):
+        self.kube = kube
+        self.options = options
+        kind = options.route_kind if options.router == slots.ROUTER_GATEWAY else "VirtualService"
+        self.ref = routes.RouteRef(kind, options.route_namespace or namespace, options.route)
+
+    def describe(self, **fields):
+        """The result's ``route``: kind, namespace and name, plus ``fields``."""
+        return dict({"kind": self.ref.kind, "namespace": self.ref.namespace, "name": self.ref.name}, **fields)
+
+    def weights(self):
+        """{"a": weight, "b": weight} of the live route (InputError when it does not list both slots)."""
+        route = self.kube.get_json(routes.path_of(self.ref), subject=str(self.ref))
+        return current_weights(route, self.ref.kind, self.options.service, testers=self.options.testers)
+
+    def set(self, slot, percent, result):
+        """Give ``slot`` ``percent`` of the traffic (testers to ``slot``) and wait until the route is accepted."""
+        if self.options.router == slots.ROUTER_ISTIO:
+            destinations.check_destination_rule(self._destination_rule(), self.options.service)
+        out = routes.update_weights(self.kube, self.ref, self.options.service, slot, percent,
+                                    testers=self.options.testers, dry_run=self.options.dry_run)
+        result.weights = dict(out["after"])
+        result.route = self.describe(generation=out.get("generation"), accepted="")
+        if out["changed"] and not self.options.dry_run:
+            result.changed = True
+        if self.options.dry_run or self.options.router == slots.ROUTER_ISTIO:
+            result.route["accepted"] = "not checked"
+            return out
+        result.route["accepted"] = acceptance.wait_accepted(
+            self.kube, self.ref, out["generation"], self.options.accept_timeout,
+            sleep=self.options.sleep, require_status=self.options.require_route_status,
+            tolerate_reasons=self._tolerated(out["after"]))
+        return out
+
+    def _tolerated(self, weights):
+        """A backend that gets no traffic and whose Service does not exist (the other slot before its first
+        release) makes controllers report ResolvedRefs=False/BackendNotFound: not a reason to fail."""
+        for slot, weight in weights.items():
+            if weight:
+                continue
+            name = slots.slot_name(self.options.service, slot)
+            path = "/api/v1/namespaces/%s/services/%s" % (self.ref.namespace, name)
+            try:
+                self.kube.get_json(path)
+            except NotFoundError:
+                return ("BackendNotFound",)
+        return ()
+
+    def _destination_rule(self):
+        path = "/apis/networking.istio.io/v1/namespaces/%s/destinationrules/%s" % (self.ref.namespace,
+                                                                                   self.options.service)
+        try:
+            subject = "DestinationRule/%s/%s" % (self.ref.namespace, self.options.service)
+            return self.kube.get_json(path, subject=subject)
+        except NotFoundError:
+            return None
