@@ -30,7 +30,9 @@ description:
   - Every change to a Gateway API route is a patch of the whole C(spec.rules) conditioned on the resourceVersion
     read (re-read and retried on a conflict), then verified; each parent in C(status.parents) must report
     C(Accepted) and C(ResolvedRefs) for the new generation within O(accept_timeout).
-  - Each operation holds the release's history lock and is safe to run again after a failure at any point.
+  - Each operation holds the release's history lock, checks everything it needs (the release, the route, the
+    DestinationRule) before its first write, and is safe to run again after a failure at any point. A failure
+    after a write lists in C(written) what was written; a refusal changes nothing.
 author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
@@ -181,6 +183,16 @@ history:
     version, weight, readiness and workloads.
   returned: always
   type: dict
+written:
+  description:
+    - Every write of the operation in order, as C(<Kind/namespace/name>: <what>) (C(replicas 1 -> 2),
+      C(weights a 90, b 10), C(deleted)) or C(history: <what>); C(changed) is true when it is not empty.
+    - Also on failure, so a failed operation says what it changed before the error (the message says it too, or
+      that nothing was changed). In check mode, the writes the API server accepted as dry runs; nothing is stored.
+  sample: ["Deployment/shop-prod/shop-b: replicas 1 -> 2", "HTTPRoute/shop-prod/shop: weights a 90, b 10"]
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -86,6 +86,19 @@ def digest(obj):
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
+def candidate_of(cluster, tmp_path, namespace, route=None):
+    """Version 1.0.0 promoted in slot a and 2.0.0 the candidate in slot b (one replica, proportional), behind
+    ``route`` (default: httproute); returns the route's RouteRef."""
+    route = route or httproute(namespace)
+    create(cluster, route)
+    ref = routes.RouteRef(route["kind"], route["metadata"]["namespace"], route["metadata"]["name"])
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace, route_namespace=ref.namespace).run("promote")
+        ship(cluster, tmp_path, namespace, "2.0.0")
+    return ref
+
+
 def test_full_rollout_a_to_b_then_b_to_a(cluster, namespace, tmp_path):
     create(cluster, httproute(namespace))
     ref = route_ref(namespace)
@@ -415,3 +428,74 @@ def test_rollback_after_promote_puts_the_replaced_slot_back(cluster, namespace, 
         with pytest.raises(InputError) as retired:
             traffic(cluster, namespace).run("rollback")
         assert "was retired" in str(retired.value)
+
+
+def _managers(cluster, namespace, name):
+    live = cluster.get("apps/v1", "Deployment", namespace, name)
+    return {entry["manager"] for entry in live["metadata"].get("managedFields") or ()}
+
+
+def test_a_refused_step_changes_nothing_and_says_so(cluster, namespace, tmp_path):
+    """Every check of the route comes before the first write: a step whose route is refused (a testers' rule that
+    lists one slot backend, as the seed's example route has) leaves the candidate at its size, and both the
+    error and the result say that nothing was changed."""
+    ref = candidate_of(cluster, tmp_path, namespace)
+    rules = read(cluster, ref)["spec"]["rules"]
+    rules[0]["backendRefs"] = [backend for backend in rules[0]["backendRefs"] if backend["name"] == "shop-a"]
+    cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                         content_type="application/merge-patch+json")
+    route_before = read(cluster, ref)["metadata"]["resourceVersion"]
+    candidate_before = cluster.get("apps/v1", "Deployment", namespace, "shop-b")["metadata"]["resourceVersion"]
+
+    with pytest.raises(InputError) as refused:
+        traffic(cluster, namespace).run("step", 50)
+
+    assert "the testers' rule 0 (testers) must list both shop-a and shop-b" in str(refused.value)
+    assert "nothing was changed" in str(refused.value)
+    assert cluster.get("apps/v1", "Deployment", namespace, "shop-b")["metadata"]["resourceVersion"] == \
+        candidate_before and replicas(cluster, namespace, "shop-b") == 1
+    assert "manent-traffic" not in _managers(cluster, namespace, "shop-b")
+    assert read(cluster, ref)["metadata"]["resourceVersion"] == route_before
+    partial = refused.value.partial.to_dict()
+    assert (partial["changed"], partial["scaled"], partial["written"]) == (False, [], [])
+    assert locator(cluster, namespace)["lockHolder"] == ""
+
+
+def test_a_step_that_fails_after_a_write_says_exactly_what_was_written(cluster, namespace, tmp_path):
+    """The candidate grew and the weights were written, then the route's controller never accepted them: the
+    error and its partial result list both writes, never "nothing was changed"."""
+    candidate_of(cluster, tmp_path, namespace)
+
+    with pytest.raises(WaitError) as failed:
+        traffic(cluster, namespace, accept_timeout=2).run("step", 50)
+
+    partial = failed.value.partial.to_dict()
+    candidate = "Deployment/%s/shop-b" % namespace
+    assert partial["changed"] is True
+    assert partial["scaled"] == [{"object": candidate, "from": 1, "to": 2}]
+    assert partial["written"] == ["%s: replicas 1 -> 2" % candidate,
+                                  "HTTPRoute/%s/shop: weights a 50, b 50" % namespace]
+    assert partial["weights"] == {"a": 50, "b": 50}
+    message = str(failed.value)
+    assert "written before the failure: %s: replicas 1 -> 2; HTTPRoute/%s/shop: weights a 50, b 50" % (
+        candidate, namespace) in message and "nothing was changed" not in message
+    assert replicas(cluster, namespace, "shop-b") == 2
+
+
+def test_a_step_down_shrinks_the_candidate_after_the_settle_delay_and_says_so(cluster, namespace, tmp_path):
+    """Proportional replicas shrink only once the traffic moved and the settle delay passed, and the result
+    lists the shrink."""
+    ref = candidate_of(cluster, tmp_path, namespace)
+    at_settle = []
+
+    def sleep(seconds):
+        at_settle.append((seconds, replicas(cluster, namespace, "shop-b"),
+                          weights(rule(read(cluster, ref), "app"))))
+
+    with AutoController(cluster, ref):
+        traffic(cluster, namespace).run("step", 50)
+        down = traffic(cluster, namespace, settle_delay=7, sleep=sleep).run("step", 10)
+    assert (7, 2, {"a": 90, "b": 10}) in at_settle, "at the settle delay: traffic moved, the candidate not shrunk"
+    candidate = "Deployment/%s/shop-b" % namespace
+    assert down.scaled == [{"object": candidate, "from": 2, "to": 1}] and replicas(cluster, namespace, "shop-b") == 1
+    assert down.written[-1] == "%s: replicas 2 -> 1" % candidate and down.changed is True

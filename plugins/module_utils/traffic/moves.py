@@ -11,7 +11,6 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import codec
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import TrafficResult
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import check_percent
 
 
@@ -23,18 +22,20 @@ def settle(options):
 
 def step(traffic, result, percent):
     """Give the candidate ``percent`` of the traffic; with proportional replicas it grows first and shrinks only
-    after the traffic moved and the settle delay passed."""
+    after the traffic moved and the settle delay passed. Everything is checked before the first write."""
     check_percent(percent)
     data = traffic.state.read()
     version, slot = traffic.state.candidate(data)
     objects = traffic.state.slot_objects(version, slot)
+    traffic.router.check(slot, percent)
     proportional = traffic.options.proportional
     if proportional:
         traffic.scaler.wait_ready(traffic.scaler.resize(objects, percent, result, grow=True))
     traffic.router.set(slot, percent, result)
-    if not traffic.options.dry_run:
+    if not traffic.options.dry_run and data.get("weight") != str(percent):
         traffic.state.store.update_locator("set the candidate's weight", weight=percent)
-    if proportional and traffic.scaler.resize(objects, percent, TrafficResult("probe"), grow=False):
+        result.wrote("history", "candidate %s weight %d" % (version, percent))
+    if proportional and traffic.scaler.proportional(objects, percent, grow=False):
         settle(traffic.options)
         traffic.scaler.resize(objects, percent, result, grow=False)
 
@@ -43,13 +44,15 @@ def promote(traffic, result, _percent=None):
     """The candidate at full size and Ready, then all traffic, then the history pointer moves."""
     data = traffic.state.read()
     version, slot = traffic.state.candidate(data)
-    traffic.scaler.full_size(traffic.state.slot_objects(version, slot), result)
+    objects = traffic.state.slot_objects(version, slot)
+    traffic.router.check(slot, 100)
+    traffic.scaler.full_size(objects, result)
     traffic.router.set(slot, 100, result)
     if traffic.options.dry_run:
         return
     store = traffic.state.store
     store.promote(Release(store.key, version, data.get("candidateDeployment") or ""), data.get("version") or None)
-    result.changed = True
+    result.wrote("history", "%s in service" % version)
 
 
 def abort(traffic, result, _percent=None):
@@ -65,16 +68,19 @@ def abort(traffic, result, _percent=None):
     if not stable:
         raise InputError("no slot is in service to move the traffic back to", subject=traffic.state.subject(),
                          hint="the candidate is the first traffic release; deploy again or promote it")
-    traffic.scaler.full_size(traffic.state.slot_objects(data["version"], stable), result)
+    stable_objects = traffic.state.slot_objects(data["version"], stable)
+    candidate_objects = traffic.state.slot_objects(version, slot)
+    traffic.router.check(stable, 100)
+    traffic.scaler.full_size(stable_objects, result)
     traffic.router.set(stable, 100, result)
     settle(traffic.options)
-    traffic.scaler.to_zero(traffic.state.slot_objects(version, slot), result)
+    traffic.scaler.to_zero(candidate_objects, result)
     if traffic.options.dry_run:
         return
     traffic.state.store.mark(version, codec.STATUS_ABORTED)
     traffic.state.store.update_locator("abort the candidate %s" % version, candidate="", candidateDeployment="",
                                        candidateRecord="", candidateSlot="", weight="")
-    result.changed = True
+    result.wrote("history", "candidate %s aborted" % version)
 
 
 def rollback(traffic, result, _percent=None):
@@ -95,10 +101,12 @@ def rollback(traffic, result, _percent=None):
     slot = slots.other_slot(data["slot"])
     store = traffic.state.store
     meta = store.load(replaced, secrets=False)[0]
-    traffic.scaler.full_size(traffic.state.slot_objects(replaced, slot), result)
+    objects = traffic.state.slot_objects(replaced, slot)
+    traffic.router.check(slot, 100)
+    traffic.scaler.full_size(objects, result)
     traffic.router.set(slot, 100, result)
     if traffic.options.dry_run:
         return
     store.promote(Release(store.key, replaced, meta.get("deployment") or ""), current)
     store.mark(current, codec.STATUS_ROLLED_BACK)
-    result.changed = True
+    result.wrote("history", "%s in service again, %s rolled back" % (replaced, current))

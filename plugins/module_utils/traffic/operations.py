@@ -19,14 +19,16 @@ only the weights of the route (router.py) and scale the slots' workloads (scaler
   goes back into service (the release rolled back from is marked ``rolled-back`` and can be retired).
 * ``status``: the slots, versions, weights and readiness.
 
-Every operation but ``status`` holds the release lock, checks the route before changing anything, and is
-idempotent: rerun after a failure at any point, it finishes the work. In check mode nothing is written: the
-route patch is sent with dryRun=All and the result says what would change.
+Every operation but ``status`` holds the release lock and checks everything it needs (the release, the route,
+the DestinationRule) before its first write; a failure after a write says exactly what was written (the
+result's ``written``, kept in the error's ``partial``). Each is idempotent: rerun after a failure at any point,
+it finishes the work. In check mode nothing is stored: the writes are dry runs (dryRun=All) and the result says
+what would change.
 """
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, Interrupted, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
@@ -67,14 +69,26 @@ class Traffic:
         self.router = Router(kube, namespace, self.options)
 
     def run(self, operation, percent=None):
-        """Run the operation named ``operation``; its TrafficResult (raises ManentError)."""
+        """Run the operation named ``operation``; its TrafficResult. A ManentError (or a stop of the run) carries
+        the result so far as ``partial``, and its message says exactly what was written before it."""
         if operation not in OPERATIONS:
             raise InputError("unknown traffic operation %r" % (operation,), subject="operation",
                              hint="use one of: %s" % ", ".join(OPERATIONS))
-        result = TrafficResult(operation=operation)
+        result = TrafficResult(operation=operation, dry_run=self.options.dry_run)
+        try:
+            self._locked(operation, result, percent)
+        except (ManentError, Interrupted) as err:
+            err.partial = result
+            if isinstance(err, ManentError):
+                err.hint = "; ".join(part for part in (err.hint, result.account()) if part)
+            raise
+        return result
+
+    def _locked(self, operation, result, percent):
+        """The operation under the release lock (``status`` reads only: no lock)."""
         if operation in READ_ONLY:
             OPERATIONS[operation](self, result, percent)
-            return result
+            return
         store = self.state.store
         locked = False
         try:
@@ -87,4 +101,3 @@ class Traffic:
                 store.release_lock()
             result.warnings.extend(store.notes)
         result.history = self.state.view()
-        return result

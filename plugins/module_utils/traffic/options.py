@@ -38,16 +38,36 @@ class TrafficOptions:
 
 @dataclass
 class TrafficResult:
+    """What an operation did. ``written`` lists every write in order (``<Kind/namespace/name>: <what>``, or
+    ``history: <what>``), failed or not; ``changed`` derives from it (in check mode the writes are dry runs)."""
+
     operation: str
-    changed: bool = False
+    dry_run: bool = False
     weights: dict = field(default_factory=dict)
     scaled: list = field(default_factory=list)
     deleted: list = field(default_factory=list)
     route: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     history: dict = field(default_factory=dict)
+    written: list = field(default_factory=list)
+
+    @property
+    def changed(self):
+        return bool(self.written) and not self.dry_run
+
+    def wrote(self, subject, what):
+        """Record one write the server accepted."""
+        self.written.append("%s: %s" % (subject, what))
+
+    def account(self):
+        """What was changed, for the message of an operation that failed."""
+        if not self.written:
+            return "nothing was changed"
+        if self.dry_run:
+            return "check mode: nothing was stored"
+        return "written before the failure: %s" % "; ".join(self.written)
 
     def to_dict(self):
         return {"operation": self.operation, "changed": self.changed, "weights": self.weights,
                 "scaled": self.scaled, "deleted": self.deleted, "route": self.route, "warnings": self.warnings,
-                "history": self.history}
+                "history": self.history, "written": self.written}

@@ -14,7 +14,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slo
 
 
 def retire(traffic, result, _percent=None):
-    """Scale the replaced slot to zero (operations.py Traffic ``traffic``, TrafficResult ``result``)."""
+    """Scale the replaced slot to zero (operations.py Traffic ``traffic``, TrafficResult ``result``); every check,
+    the route's weights included, comes before the first write."""
     data = traffic.state.read()
     replaced, slot = data.get("replaced"), slots.other_slot(data["slot"]) if data.get("slot") else ""
     if not replaced or not slot or data.get("retired") == replaced:
@@ -34,7 +35,7 @@ def retire(traffic, result, _percent=None):
     result.weights = weights
     if not traffic.options.dry_run:
         traffic.state.store.update_locator("retire version %s" % replaced, retired=replaced)
-        result.changed = True
+        result.wrote("history", "%s retired" % replaced)
 
 
 def check_delay(data, options, subject):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, destinations, routes
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights, set_weights
 
 
 class Router:
@@ -20,6 +20,7 @@ class Router:
         self.options = options
         kind = options.route_kind if options.router == slots.ROUTER_GATEWAY else "VirtualService"
         self.ref = routes.RouteRef(kind, options.route_namespace or namespace, options.route)
+        self._checked = None  # (slot, percent) of the last check
 
     def describe(self, **fields):
         """The result's ``route``: kind, namespace and name, plus ``fields``."""
@@ -30,16 +31,27 @@ class Router:
         route = self.kube.get_json(routes.path_of(self.ref), subject=str(self.ref))
         return current_weights(route, self.ref.kind, self.options.service, testers=self.options.testers)
 
-    def set(self, slot, percent, result):
-        """Give ``slot`` ``percent`` of the traffic (testers to ``slot``) and wait until the route is accepted."""
+    def check(self, slot, percent):
+        """Refuse (InputError), before anything is written, a route that cannot give ``slot`` ``percent`` of the
+        traffic: its rules, the testers' rule, and with Istio the DestinationRule. Reads only."""
+        route = routes.read_route(self.kube, self.ref)
+        set_weights(route, self.ref.kind, self.options.service, slot, percent, testers=self.options.testers)
         if self.options.router == slots.ROUTER_ISTIO:
             destinations.check_destination_rule(self._destination_rule(), self.options.service)
+        self._checked = (slot, percent)
+
+    def set(self, slot, percent, result):
+        """Give ``slot`` ``percent`` of the traffic (testers to ``slot``) and wait until the route is accepted;
+        the write is recorded in ``result`` before the wait."""
+        if self._checked != (slot, percent):
+            self.check(slot, percent)
         out = routes.update_weights(self.kube, self.ref, self.options.service, slot, percent,
                                     testers=self.options.testers, dry_run=self.options.dry_run)
         result.weights = dict(out["after"])
         result.route = self.describe(generation=out.get("generation"), accepted="")
-        if out["changed"] and not self.options.dry_run:
-            result.changed = True
+        if out["changed"]:
+            after = ", ".join("%s %s" % pair for pair in sorted(out["after"].items()))
+            result.wrote(str(self.ref), "weights %s" % after)
         if self.options.dry_run or self.options.router == slots.ROUTER_ISTIO:
             result.route["accepted"] = "not checked"
             return out

@@ -74,7 +74,7 @@ def update_weights(kube, ref, service, candidate, percent, testers=None, tries=C
     def exhausted(count, err):
         return ConflictError("another writer changed the route %d times while manent set the weights: %s"
                              % (count, err.message), status=409, reason=err.reason, subject=str(ref),
-                             hint="nothing was written: rerun the step when the route is no longer being changed")
+                             hint="the weights were not written: rerun the step when the route is no longer being changed")
 
     return retry_on_conflict(attempt, exhausted, tries=tries)
 

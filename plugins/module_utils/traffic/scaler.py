@@ -53,27 +53,28 @@ class SlotScaler:
 
     def ours(self, obj, live, result):
         """True when ``live`` (the live copy of ``obj``) carries the labels of this release key; else a warning
-        says which object was left alone."""
+        (once per object) says which object was left alone."""
         if live is None:
             return False
         if owner_of(live) == self.key:
             return True
-        self.left_alone.add(ref(obj))
-        result.warnings.append("%s left alone: the live object does not carry the labels of %s (history lists it "
-                               "as a slot object)" % (ref(obj), self.key.describe()))
+        if ref(obj) not in self.left_alone:
+            self.left_alone.add(ref(obj))
+            result.warnings.append("%s left alone: the live object does not carry the labels of %s (history lists "
+                                   "it as a slot object)" % (ref(obj), self.key.describe()))
         return False
 
     def scale(self, obj, replicas, result):
         """Set spec.replicas of the live workload; False when it already has them (or does not exist, or is not
-        this release's)."""
+        this release's). Recorded in ``result`` once the server accepted it."""
         live = self.get(obj)
         if not self.ours(obj, live, result) or (live.get("spec") or {}).get("replicas") == replicas:
             return False
-        result.scaled.append({"object": ref(obj), "from": (live.get("spec") or {}).get("replicas"),
-                              "to": replicas})
+        before = (live.get("spec") or {}).get("replicas")
         writes.merge_patch(self.kube, self.reader.path(obj), {"spec": {"replicas": replicas}}, ref(obj),
                            FIELD_MANAGER, dry_run=self.options.dry_run)
-        result.changed = result.changed or not self.options.dry_run
+        result.scaled.append({"object": ref(obj), "from": before, "to": replicas})
+        result.wrote(ref(obj), "replicas %s -> %s" % (before, replicas))
         return True
 
     def delete(self, obj, result):
@@ -81,7 +82,7 @@ class SlotScaler:
             return
         if self.deleter.delete(obj, wait=False):
             result.deleted.append(ref(obj))
-            result.changed = result.changed or not self.options.dry_run
+            result.wrote(ref(obj), "deleted")
 
     def wait_ready(self, workloads):
         """Wait until every workload is Current at its size (nothing to wait for in check mode)."""
@@ -90,11 +91,11 @@ class SlotScaler:
         return wait_for(workloads, self.get, list_pods=lambda obj: pods_of(self.kube, obj),
                         timeout=self.options.wait_timeout, on_progress=self.options.on_progress)
 
-    def resize(self, objects, percent, result, grow):
-        """Proportional replicas for ``percent``: only growing (``grow``) or only shrinking; the workloads
-        resized."""
+    def proportional(self, objects, percent, grow):
+        """The workloads of ``objects`` whose replicas proportional to ``percent`` are more (``grow``) or fewer
+        than their live ones, with those replicas: [(object, replicas)]. Reads only."""
         targets = slots.hpa_targets(objects)
-        changed = []
+        out = []
         for obj in objects:
             if kind_key(obj) not in SCALABLE or _hpa_managed(obj, targets):
                 continue
@@ -103,9 +104,13 @@ class SlotScaler:
             current = ((live or {}).get("spec") or {}).get("replicas")
             if live is None or current == wanted or (grow and current > wanted) or (not grow and current < wanted):
                 continue
-            if self.scale(obj, wanted, result):
-                changed.append(obj)
-        return changed
+            out.append((obj, wanted))
+        return out
+
+    def resize(self, objects, percent, result, grow):
+        """Proportional replicas for ``percent``: only growing (``grow``) or only shrinking; the workloads
+        resized."""
+        return [obj for obj, wanted in self.proportional(objects, percent, grow) if self.scale(obj, wanted, result)]
 
     def full_size(self, objects, result):
         """Scale the slot's workloads (not HPA-managed) to their manifest replicas and wait until Ready."""

@@ -80,7 +80,7 @@ def _check_sends_somewhere(plan, index, subject):
     targets = unit.get("backendRefs" if plan.field == "rules" else "route") or []
     if not any(int(target.get("weight", plan.default_weight)) > 0 for target in targets):
         raise InputError("%s would send traffic nowhere: every backend has weight 0" % _unit_name(plan, index),
-                         subject=subject, hint="this is a bug in manent: nothing was changed; report it with the route")
+                         subject=subject, hint="this is a bug in manent: report it with the route")
 
 
 def _subject(route, kind):
@@ -151,8 +151,7 @@ def _check_plan(plan, kind, service, testers, subject):
     for index in plan.testing:
         if len(plan.slots_of(plan.units[index])) != len(SLOTS):
             raise InputError("the testers' %s must list both %s and %s" % (_unit_name(plan, index), names[0], names[1]),
-                             subject=subject, hint="it sends only to the candidate, which is either slot; nothing "
-                                                   "was changed")
+                             subject=subject, hint="it sends only to the candidate, which is either slot")
     if plan.field == "http":
         _check_istio(plan, service, subject)
 
@@ -179,7 +178,7 @@ def _no_weighted(plan, kind, service, subject):
     unit = "rule" if plan.field == "rules" else "http entry"
     return InputError("no %s lists both %s and %s (%s)" % (unit, names[0], names[1], why), subject=subject,
                       hint="the route must list both in the %s of the %s serving the application, e.g. with "
-                           "weights 100 and 0; nothing was changed" % (_targets_field(plan), unit))
+                           "weights 100 and 0" % (_targets_field(plan), unit))
 
 
 def _targets_field(plan):
@@ -193,7 +192,7 @@ def _no_testers(plan, kind, service, testers, subject):
         example = {"match": [{"headers": {header: {"exact": value or "<value>"}}}],
                    "route": [{"destination": {"host": service, "subset": slot}} for slot in SLOTS]}
         return InputError("no http entry matches the testers' header %s" % header, subject=subject,
-                          hint="add an entry before %s, e.g. %s; nothing was changed" % (weighted, json.dumps(example)))
+                          hint="add an entry before %s, e.g. %s" % (weighted, json.dumps(example)))
     names = _slot_names(kind, service)
     match = {"name": header, "value": value or "<value>"}
     first = plan.units[plan.weighted[0]]
@@ -201,9 +200,8 @@ def _no_testers(plan, kind, service, testers, subject):
     example = {"matches": matches, "backendRefs": [{"name": name, "port": "<port>"} for name in names]}
     return InputError("no rule matches the testers' header %s" % header, subject=subject,
                       hint="add a rule listing both %s and %s whose matches repeat the %s matches of the weighted "
-                           "%s plus the header match, e.g. %s: with the same %s, the match with more headers wins; "
-                           "nothing was changed" % (names[0], names[1], _match_word(kind), weighted,
-                                                    json.dumps(example), _match_word(kind)))
+                           "%s plus the header match, e.g. %s: with the same %s, the match with more headers wins"
+                           % (names[0], names[1], _match_word(kind), weighted, json.dumps(example), _match_word(kind)))
 
 
 def _match_word(kind):
@@ -275,11 +273,11 @@ def _check_istio(plan, service, subject):
             raise InputError("%s routes to other destinations too: %s" % (_unit_name(plan, index),
                                                                           json.dumps(others)),
                              subject=subject, hint="manent manages only entries whose destinations are exactly the "
-                                                   "subsets a and b of %s: move the others to their own entry; "
-                                                   "nothing was changed" % service)
+                                                   "subsets a and b of %s: move the others to their own entry"
+                                                   % service)
     if plan.testing and min(plan.testing) > plan.weighted[0]:
         raise InputError("the testers' %s comes after the weighted %s"
                          % (_unit_name(plan, min(plan.testing)), _unit_name(plan, plan.weighted[0])),
                          subject=subject, hint="Istio uses the first matching entry, so testers would never reach "
-                                               "theirs: move it before; nothing was changed")
+                                               "theirs: move it before")
 
