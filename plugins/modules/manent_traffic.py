@@ -68,7 +68,13 @@ options:
     choices: [HTTPRoute, GRPCRoute]
     default: HTTPRoute
   traffic_route_namespace:
-    description: Namespace of the route. Default O(namespace).
+    description:
+      - Namespace of the route. Default O(namespace).
+      - The slot Services are those of O(namespace). A Gateway API route in another namespace names them with
+        C(namespace) in its backendRefs (a backendRef without one names a Service of the route's namespace), and
+        a ReferenceGrant in O(namespace) must let routes of its kind from its namespace reference Services there.
+        Both are checked before anything is written; reading the grants needs C(get) and C(list) on
+        C(referencegrants.gateway.networking.k8s.io) in O(namespace).
     type: str
   traffic_service:
     description: Base name of the Service; the route's backends are C(<traffic_service>-a) and C(<traffic_service>-b)

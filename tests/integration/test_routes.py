@@ -12,15 +12,17 @@ lets another real write happen between manent's read and its patch.
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, grants, routes
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_destination_rule
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
-    ConflictError, InputError, NotFoundError, WaitError)
+    ApiError, ConflictError, InputError, NotFoundError, WaitError)
 
 pytestmark = pytest.mark.integration
 
@@ -287,3 +289,45 @@ def test_istio_refusals_write_nothing(cluster, namespace):
                                          r"entry 1 \(app\)"):
         routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
     assert read(cluster, ref)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+# ------------------------------------------------------------------------------------------- ReferenceGrant
+
+def test_a_reference_grant_the_identity_may_not_read_is_named(cluster, namespace):
+    """A deploy identity without RBAC rights on ReferenceGrants in the Services' namespace: the check says so and
+    names the rights to grant, instead of a bare 403."""
+    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
+        token = handle.read().strip()
+    ref = routes.RouteRef("HTTPRoute", "infra", "shop")
+    with Kube(cluster.connection(token=token)) as kube:
+        with pytest.raises(ApiError) as caught:
+            grants.check(kube, cluster.discovery, ref, "shop", namespace)
+    text = str(caught.value)
+    assert caught.value.status == 403
+    assert text.startswith("HTTPRoute/infra/shop: this identity may not list the ReferenceGrants of namespace %s "
+                           "(forbidden), so manent cannot check that HTTPRoute/infra/shop may send to shop-a and "
+                           "shop-b" % namespace), text
+    assert "grant it get and list on referencegrants.gateway.networking.k8s.io in %s" % namespace in text
+    assert token not in text
+
+
+def test_reference_grants_by_name_kind_and_namespace(cluster, namespace):
+    """A grant for another kind, another namespace or one Service only does not let the route send to both."""
+    ref = routes.RouteRef("HTTPRoute", "infra", "shop")
+    collection = "/apis/gateway.networking.k8s.io/v1beta1/namespaces/%s/referencegrants" % namespace
+    grant = {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
+             "metadata": {"name": "partial", "namespace": namespace},
+             "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "namespace": "infra"},
+                               {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "other"},
+                               {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "infra"}],
+                      "to": [{"group": "", "kind": "Service", "name": "shop-a"}]}}
+    cluster.kube.request("POST", collection, body=grant)
+    with pytest.raises(InputError, match="lets HTTPRoutes of namespace infra send to the Service shop-b: "):
+        grants.check(cluster.kube, cluster.discovery, ref, "shop", namespace)
+    grant["metadata"]["name"] = "b-too"
+    grant["spec"]["to"] = [{"group": "", "kind": "Service", "name": "shop-b"}]
+    cluster.kube.request("POST", collection, body=grant)
+    grants.check(cluster.kube, cluster.discovery, ref, "shop", namespace)
+    grants.check(cluster.kube, cluster.discovery, ref._replace(kind="GRPCRoute"), "shop", namespace)
+    with pytest.raises(InputError, match="send to the Services shop-a and shop-b"):
+        grants.check(cluster.kube, cluster.discovery, ref._replace(namespace="elsewhere"), "shop", namespace)

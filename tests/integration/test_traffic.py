@@ -82,6 +82,25 @@ def route_ref(namespace):
     return ROUTE._replace(namespace=namespace)
 
 
+def foreign_route(route_namespace, services_namespace):
+    """The test route in ``route_namespace``, its slot backendRefs naming the Services of ``services_namespace``."""
+    route = httproute(route_namespace)
+    for item in route["spec"]["rules"]:
+        for backend in item["backendRefs"]:
+            if backend["name"].startswith("shop-"):
+                backend["namespace"] = services_namespace
+    return route
+
+
+def reference_grant(namespace, from_namespace, names=()):
+    return {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
+            "metadata": {"name": "routes-from-infra", "namespace": namespace},
+            "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute",
+                               "namespace": from_namespace}],
+                     "to": [dict({"group": "", "kind": "Service"}, **({"name": name} if name else {}))
+                            for name in names or (None,)]}}
+
+
 def digest(obj):
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
@@ -499,3 +518,41 @@ def test_a_step_down_shrinks_the_candidate_after_the_settle_delay_and_says_so(cl
     candidate = "Deployment/%s/shop-b" % namespace
     assert down.scaled == [{"object": candidate, "from": 2, "to": 1}] and replicas(cluster, namespace, "shop-b") == 1
     assert down.written[-1] == "%s: replicas 2 -> 1" % candidate and down.changed is True
+
+
+def test_a_route_in_another_namespace_sends_to_the_services_a_reference_grant_allows(
+        cluster, namespace, namespaces, tmp_path):
+    """The platform team's HTTPRoute lives in its own namespace (``namespaces``: another fresh one) and names the
+    slot Services with the release's namespace: refused before any write, naming the ReferenceGrant to create,
+    until one lets it; then every operation weighs those backends."""
+    infra = namespaces
+    create(cluster, foreign_route(infra, namespace))
+    ref = routes.RouteRef("HTTPRoute", infra, "shop")
+    ship(cluster, tmp_path, namespace, "1.0.0")
+    before = cluster.get("apps/v1", "Deployment", namespace, "shop-a")["metadata"]["resourceVersion"]
+
+    with pytest.raises(InputError) as refused:
+        traffic(cluster, namespace, route_namespace=infra).run("promote")
+
+    message = str(refused.value)
+    assert message.startswith("HTTPRoute/%s/shop: no ReferenceGrant of namespace %s lets HTTPRoutes of namespace %s "
+                              "send to the Services shop-a and shop-b" % (infra, namespace, infra)), message
+    assert json.dumps(reference_grant(namespace, infra, ["shop-a", "shop-b"])["spec"]) in message
+    assert '"metadata": {"name": "httproutes-from-%s", "namespace": "%s"}' % (infra, namespace) in message
+    assert "nothing was changed" in message
+    assert cluster.get("apps/v1", "Deployment", namespace, "shop-a")["metadata"]["resourceVersion"] == before
+
+    create_grant = reference_grant(namespace, infra)
+    cluster.kube.request("POST", "/apis/gateway.networking.k8s.io/v1beta1/namespaces/%s/referencegrants"
+                         % namespace, body=create_grant)
+    with AutoController(cluster, ref):
+        promoted = traffic(cluster, namespace, route_namespace=infra).run("promote")
+        assert promoted.weights == {"a": 100, "b": 0} and replicas(cluster, namespace, "shop-a") == 4
+        ship(cluster, tmp_path, namespace, "2.0.0")
+        step = traffic(cluster, namespace, route_namespace=infra).run("step", 50)
+    assert step.weights == {"a": 50, "b": 50} and step.route["accepted"] == "accepted"
+    assert weights(rule(read(cluster, ref), "app")) == {"a": 50, "b": 50}
+    assert weights(rule(read(cluster, ref), "testers")) == {"a": 0, "b": 100}
+    assert replicas(cluster, namespace, "shop-b") == 2
+    status = traffic(cluster, namespace, route_namespace=infra).run("status")
+    assert status.weights == {"a": 50, "b": 50} and status.route["namespace"] == infra

@@ -19,8 +19,8 @@ import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, routes
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_destination_rule
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
-    current_weights, is_service_host, set_weights)
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio import is_service_host
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights, set_weights
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "routes")
@@ -114,6 +114,18 @@ def test_other_backends_of_the_weighted_rule_keep_their_weights():
         {"name": "shop-legacy", "port": 80, "weight": 5},
         {"name": "shop-a", "port": 80, "weight": 90},
         {"group": "", "kind": "Service", "name": "shop-b", "namespace": "shop", "port": 80, "weight": 10}]
+
+
+def test_a_route_of_another_namespace_weighs_the_backends_naming_the_services_namespace():
+    route = {"metadata": {"name": "shop", "namespace": "infra"}, "spec": {"rules": [
+        {"backendRefs": [{"name": "shop-a", "port": 80}, {"name": "shop-b", "port": 80}]},
+        {"backendRefs": [{"name": "shop-a", "namespace": "shop-prod", "port": 80},
+                         {"name": "shop-b", "namespace": "shop-prod", "port": 80, "weight": 0}]}]}}
+    spec = set_weights(route, "HTTPRoute", "shop", "b", 10, namespace="shop-prod")
+    assert spec["rules"][0] == route["spec"]["rules"][0], "the Services shop-a and shop-b of infra: not the slots"
+    assert weights(spec["rules"][1]) == {"a": 90, "b": 10}
+    assert current_weights(route, "HTTPRoute", "shop", namespace="shop-prod") == {"a": 1, "b": 0}
+    assert current_weights(route, "HTTPRoute", "shop") == {"a": 1, "b": 1}, "default: the route's namespace"
 
 
 def test_every_rule_with_both_slots_is_weighted():
@@ -217,8 +229,8 @@ def test_refusals(case):
     route = case["route"]
     before = copy.deepcopy(route)
     with pytest.raises(InputError) as caught:
-        set_weights(route, case.get("kind", "HTTPRoute"), case.get("service", "shop"),
-                           case.get("candidate", "b"), case.get("percent", 10), testers=case.get("testers"))
+        set_weights(route, case.get("kind", "HTTPRoute"), case.get("service", "shop"), case.get("candidate", "b"),
+                    case.get("percent", 10), testers=case.get("testers"), namespace=case.get("namespace"))
     for text in case["error"]:
         assert text in str(caught.value)
     assert route == before

@@ -42,11 +42,11 @@ def argument_spec():
 
 def traffic_options(params, check_mode, on_progress=None):
     """The module's parameters as TrafficOptions (one place)."""
-    testers = params.get("testers_header")
+    testers = {k: v for k, v in (params.get("testers_header") or {}).items() if v is not None} or None
     return TrafficOptions(
         route=params["traffic_route"], route_kind=params["traffic_route_kind"],
         route_namespace=params.get("traffic_route_namespace") or "", service=params["traffic_service"],
-        router=params["traffic_router"], testers={k: v for k, v in testers.items() if v is not None} if testers else None,
+        router=params["traffic_router"], testers=testers,
         proportional=params["traffic_replicas"] == "proportional",
         accept_timeout=parse_duration(params["accept_timeout"], name="accept_timeout"),
         require_route_status=params["require_route_status"],

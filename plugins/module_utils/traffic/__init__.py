@@ -11,7 +11,9 @@ rendering and the engine read it too.
 - scaler.py        the slot scaler: proportional replicas, full size, zero (HPAs and DaemonSets deleted)
 - router.py        the route of one release: its weights, a slot's share set and accepted
 - routes.py        a route on the cluster: where it is, its read, the conditioned write of its weights
-- weights.py       pure functions: a route's slot weights computed, and the refusals of routes manent cannot use
+- weights.py       pure functions: a route's slot weights computed, and the refusals of routes manent cannot use;
+                   gateway.py and istio.py: how each kind of route names the slot backends, and its own rules
+- grants.py        the ReferenceGrants a Gateway API route needs to send to the Services of another namespace
 - destinations.py  the Istio DestinationRule and its subsets
 - acceptance.py    whether the route's controller accepted a change (status.parents), and the wait for it
 - options.py       TrafficOptions and TrafficResult

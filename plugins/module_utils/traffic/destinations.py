@@ -11,7 +11,7 @@ import json
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import name_of, namespace_of
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import SLOTS, TRACK_LABEL
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import is_service_host
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio import is_service_host
 
 
 def check_destination_rule(dr, service, namespace=None):

@@ -66,7 +66,7 @@ class Traffic:
                              now=self.options.now)
         self.state = ReleaseState(store, namespace)
         self.scaler = SlotScaler(kube, reader, deleter, key, self.options)
-        self.router = Router(kube, namespace, self.options)
+        self.router = Router(kube, discovery, namespace, self.options)
 
     def run(self, operation, percent=None):
         """Run the operation named ``operation``; its TrafficResult. A ManentError (or a stop of the run) carries

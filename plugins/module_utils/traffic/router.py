@@ -1,22 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The route of one release's traffic operations: its current weights, and giving a slot a share of the traffic
-(the write in routes.py, then the wait until the route's controller accepted it, acceptance.py)."""
+"""The route of one release's traffic operations: its current weights, the checks of everything the route
+needs before a write (its rules, a ReferenceGrant when it is in another namespace than the Services, the Istio
+DestinationRule), and giving a slot a share of the traffic (the write in routes.py, then the wait until the
+route's controller accepted it, acceptance.py)."""
 
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, destinations, routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import (
+    acceptance, destinations, grants, routes)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights, set_weights
 
 
 class Router:
-    """The route of TrafficOptions ``options`` (its namespace defaults to ``namespace``, the release's)."""
+    """The route of TrafficOptions ``options`` to the slot Services of ``namespace``, the release's (the route's
+    namespace defaults to it)."""
 
-    def __init__(self, kube, namespace, options):
+    def __init__(self, kube, discovery, namespace, options):
         self.kube = kube
+        self.discovery = discovery
+        self.namespace = namespace
         self.options = options
         kind = options.route_kind if options.router == slots.ROUTER_GATEWAY else "VirtualService"
         self.ref = routes.RouteRef(kind, options.route_namespace or namespace, options.route)
@@ -29,15 +35,20 @@ class Router:
     def weights(self):
         """{"a": weight, "b": weight} of the live route (InputError when it does not list both slots)."""
         route = self.kube.get_json(routes.path_of(self.ref), subject=str(self.ref))
-        return current_weights(route, self.ref.kind, self.options.service, testers=self.options.testers)
+        return current_weights(route, self.ref.kind, self.options.service, testers=self.options.testers,
+                               namespace=self.namespace)
 
     def check(self, slot, percent):
         """Refuse (InputError), before anything is written, a route that cannot give ``slot`` ``percent`` of the
-        traffic: its rules, the testers' rule, and with Istio the DestinationRule. Reads only."""
+        traffic: its rules, the testers' rule, the ReferenceGrant of a route in another namespace, and with Istio
+        the DestinationRule. Reads only."""
         route = routes.read_route(self.kube, self.ref)
-        set_weights(route, self.ref.kind, self.options.service, slot, percent, testers=self.options.testers)
+        set_weights(route, self.ref.kind, self.options.service, slot, percent, testers=self.options.testers,
+                    namespace=self.namespace)
         if self.options.router == slots.ROUTER_ISTIO:
             destinations.check_destination_rule(self._destination_rule(), self.options.service)
+        else:
+            grants.check(self.kube, self.discovery, self.ref, self.options.service, self.namespace)
         self._checked = (slot, percent)
 
     def set(self, slot, percent, result):
@@ -46,7 +57,8 @@ class Router:
         if self._checked != (slot, percent):
             self.check(slot, percent)
         out = routes.update_weights(self.kube, self.ref, self.options.service, slot, percent,
-                                    testers=self.options.testers, dry_run=self.options.dry_run)
+                                    testers=self.options.testers, dry_run=self.options.dry_run,
+                                    namespace=self.namespace)
         result.weights = dict(out["after"])
         result.route = self.describe(generation=out.get("generation"), accepted="")
         if out["changed"]:
@@ -68,7 +80,7 @@ class Router:
             if weight:
                 continue
             name = slots.slot_name(self.options.service, slot)
-            path = "/api/v1/namespaces/%s/services/%s" % (self.ref.namespace, name)
+            path = "/api/v1/namespaces/%s/services/%s" % (self.namespace, name)
             try:
                 self.kube.get_json(path)
             except NotFoundError:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import CONFLICT_RETRIES, retry_on_conflict
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ConflictError, InputError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.conflicts import (
+    CONFLICT_RETRIES, retry_on_conflict)
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
+    ConflictError, InputError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import FIELD_MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
@@ -61,31 +63,36 @@ def read_route(kube, ref):
             from err
 
 
-def update_weights(kube, ref, service, candidate, percent, testers=None, tries=CONFLICT_RETRIES, dry_run=False):
-    """Give ``candidate`` ``percent`` of the traffic (testers all of it); returns {changed, generation, before,
-    after, resourceVersion, conflicts}. A 409 (the route changed since it was read) is decided again from a fresh
-    read, ``tries`` times at most; with ``dry_run`` the server validates the patch (dryRun=All) and nothing
-    changes."""
+def update_weights(kube, ref, service, candidate, percent, testers=None, tries=CONFLICT_RETRIES, dry_run=False,
+                   namespace=None):
+    """Give ``candidate`` ``percent`` of the traffic (testers all of it) on the slot Services of ``service`` in
+    ``namespace`` (default the route's); returns {changed, generation, before, after, resourceVersion,
+    conflicts}. A 409 (the route changed since it was read) is decided again from a fresh read, ``tries`` times at
+    most; with ``dry_run`` the server validates the patch (dryRun=All) and nothing changes."""
 
     def attempt(conflicts):
         route = read_route(kube, ref)
-        return _write_weights(kube, ref, route, service, candidate, percent, testers, dry_run, conflicts)
+        return _write_weights(kube, ref, route, (service, namespace), candidate, percent, testers, dry_run,
+                              conflicts)
 
     def exhausted(count, err):
         return ConflictError("another writer changed the route %d times while manent set the weights: %s"
                              % (count, err.message), status=409, reason=err.reason, subject=str(ref),
-                             hint="the weights were not written: rerun the step when the route is no longer being changed")
+                             hint="the weights were not written: rerun the step when the route is no longer being "
+                                  "changed")
 
     return retry_on_conflict(attempt, exhausted, tries=tries)
 
 
-def _write_weights(kube, ref, route, service, candidate, percent, testers, dry_run, conflicts):
+def _write_weights(kube, ref, route, services, candidate, percent, testers, dry_run, conflicts):
     field = field_of(ref.kind)
-    spec = set_weights(route, ref.kind, service, candidate, percent, testers)
+    service, namespace = services
+    spec = set_weights(route, ref.kind, service, candidate, percent, testers, namespace=namespace)
     meta = route.get("metadata") or {}
     result = {"changed": False, "generation": meta.get("generation"), "resourceVersion": meta.get("resourceVersion"),
-              "before": current_weights(route, ref.kind, service, testers),
-              "after": current_weights(dict(route, spec=spec), ref.kind, service, testers), "conflicts": conflicts}
+              "before": current_weights(route, ref.kind, service, testers, namespace=namespace),
+              "after": current_weights(dict(route, spec=spec), ref.kind, service, testers, namespace=namespace),
+              "conflicts": conflicts}
     if spec.get(field) == (route.get("spec") or {}).get(field):
         return result
     body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {field: spec[field]}}
