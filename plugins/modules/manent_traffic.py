@@ -78,8 +78,8 @@ options:
     type: str
   traffic_service:
     description: Base name of the Service; the route's backends are C(<traffic_service>-a) and C(<traffic_service>-b)
-      (Istio; the host of the VirtualService destinations, with subsets C(a) and C(b) of the DestinationRule of the
-      same name).
+      (Istio; the Service whose host the VirtualService destinations name, with subsets C(a) and C(b) of its
+      DestinationRule, see O(istio_root_namespace)).
     type: str
     required: true
   traffic_router:
@@ -87,6 +87,15 @@ options:
     type: str
     choices: [gateway-api, istio]
     default: gateway-api
+  istio_root_namespace:
+    description:
+      - With O(traffic_router=istio), Istio's root namespace (C(meshConfig.rootNamespace)), the last place where
+        Istio looks for the DestinationRule of a host.
+      - The DestinationRule is found as Istio finds it, by its C(spec.host) (a short host read in the rule's
+        namespace), in O(namespace), then the VirtualService's namespace, then this one; the first namespace holding
+        one decides, and it must define the subsets C(a) and C(b) selecting C(manent.io/track).
+    type: str
+    default: istio-system
   testers_header:
     description:
       - The header (C(name) and optional C(value)) of the route rule that sends testers only to the candidate.

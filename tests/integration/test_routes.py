@@ -18,9 +18,8 @@ import time
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, grants, routes
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_destination_rule
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, destinations, grants, routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import Target, current_weights
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApiError, ConflictError, InputError, NotFoundError, WaitError)
 
@@ -264,10 +263,9 @@ def test_grpcroute_round_trip(cluster, namespace):
 
 def test_virtualservice_round_trip(cluster, namespace):
     create(cluster, destination_rule(namespace))
-    dr_ref = routes.RouteRef("DestinationRule", namespace, "shop")
-    check_destination_rule(read(cluster, dr_ref), "shop", namespace)
     created = create(cluster, virtualservice(namespace))
     ref = routes.RouteRef("VirtualService", namespace, "shop")
+    destinations.check(cluster.kube, Target("VirtualService", "shop", namespace, namespace), ref)
     for percent in (10, 50):
         out = routes.update_weights(cluster.kube, ref, "shop", "b", percent, testers=TESTERS)
         testers, static, app = read(cluster, ref)["spec"]["http"]
@@ -279,10 +277,24 @@ def test_virtualservice_round_trip(cluster, namespace):
     assert routes.update_weights(cluster.kube, ref, "shop", "b", 50, testers=TESTERS)["changed"] is False
 
 
+def test_destination_rules_the_identity_may_not_list_are_named(cluster, namespace):
+    """Namespaces of Istio's lookup path that this identity may not read are named, not a bare 403."""
+    ref = routes.RouteRef("VirtualService", "mesh", "shop")
+    with Kube(cluster.connection(token=deployer_token(cluster))) as kube:
+        with pytest.raises(InputError) as caught:
+            destinations.check(kube, Target("VirtualService", "shop", "mesh", namespace), ref)
+    assert str(caught.value) == (
+        "VirtualService/mesh/shop: cannot find the DestinationRule of host shop.%s.svc.cluster.local: this identity "
+        "may not list DestinationRules in %s, mesh or istio-system, where Istio looks for one (grant this identity "
+        "get and list on destinationrules.networking.istio.io in %s, mesh or istio-system; Istio rollouts need one "
+        "with the slot subsets)" % (namespace, namespace, namespace))
+
+
 def test_istio_refusals_write_nothing(cluster, namespace):
     create(cluster, destination_rule(namespace, subsets=("a",)))
     with pytest.raises(InputError, match="DestinationRule/%s/shop: subset b is missing" % namespace):
-        check_destination_rule(read(cluster, routes.RouteRef("DestinationRule", namespace, "shop")), "shop")
+        destinations.check(cluster.kube, Target("VirtualService", "shop", namespace, namespace),
+                           routes.RouteRef("VirtualService", namespace, "shop"))
     created = create(cluster, virtualservice(namespace, testers_first=False))
     ref = routes.RouteRef("VirtualService", namespace, "shop")
     with pytest.raises(InputError, match=r"the testers' http entry 2 \(testers\) comes after the weighted http "
@@ -293,11 +305,16 @@ def test_istio_refusals_write_nothing(cluster, namespace):
 
 # ------------------------------------------------------------------------------------------- ReferenceGrant
 
+def deployer_token(cluster):
+    """The token of the local clusters' user manent-deployer, who has no RBAC rights unless a test grants them."""
+    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
 def test_a_reference_grant_the_identity_may_not_read_is_named(cluster, namespace):
     """A deploy identity without RBAC rights on ReferenceGrants in the Services' namespace: the check says so and
     names the rights to grant, instead of a bare 403."""
-    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
-        token = handle.read().strip()
+    token = deployer_token(cluster)
     ref = routes.RouteRef("HTTPRoute", "infra", "shop")
     with Kube(cluster.connection(token=token)) as kube:
         with pytest.raises(ApiError) as caught:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 
 import pytest
 
@@ -556,3 +557,54 @@ def test_a_route_in_another_namespace_sends_to_the_services_a_reference_grant_al
     assert replicas(cluster, namespace, "shop-b") == 2
     status = traffic(cluster, namespace, route_namespace=infra).run("status")
     assert status.weights == {"a": 50, "b": 50} and status.route["namespace"] == infra
+
+
+def test_istio_finds_the_destination_rule_by_host_along_istios_lookup_path(cluster, namespace, namespaces, tmp_path):
+    """The VirtualService lives in the platform team's namespace and names the Service by its full host: the
+    DestinationRule is the one Istio uses for that host, whatever its name, looked up in the Services' namespace,
+    then the VirtualService's, then the root namespace; a missing one is refused naming the host, every namespace
+    searched and the rule to create."""
+    infra, root = namespaces, "t-root-" + uuid.uuid4().hex[:8]
+    host = "shop.%s.svc.cluster.local" % namespace
+    route = virtualservice(infra)
+    for entry in route["spec"]["http"]:
+        for target in entry["route"]:
+            if target["destination"]["host"] == "shop":
+                target["destination"]["host"] = host
+    create(cluster, route)
+    istio = dict(router="istio", proportional=False, route_namespace=infra, istio_root_namespace=root)
+    cluster.create_namespace(root)
+    try:
+        ship(cluster, tmp_path, namespace, "1.0.0", router="istio", proportional=False)
+        with pytest.raises(InputError) as missing:
+            traffic(cluster, namespace, **istio).run("promote")
+        text = str(missing.value)
+        assert text.startswith("VirtualService/%s/shop: no DestinationRule for host %s in namespace %s, %s or %s"
+                               % (infra, host, namespace, infra, root)), text
+        assert "create it in %s with metadata: {name: shop, namespace: %s}, spec: {host: %s, subsets: [{name: a" % (
+            namespace, namespace, host) in text and "nothing was changed" in text
+
+        rule = destination_rule(root)
+        rule["metadata"]["name"], rule["spec"]["host"] = "mesh-wide", host
+        create(cluster, rule)
+        assert traffic(cluster, namespace, **istio).run("promote").weights == {"a": 100, "b": 0}, "root namespace"
+
+        ship(cluster, tmp_path, namespace, "2.0.0", router="istio", proportional=False)
+        rule = destination_rule(infra, subsets=())
+        rule["metadata"]["name"], rule["spec"]["host"] = "gateway-side", host
+        create(cluster, rule)
+        with pytest.raises(InputError) as shadowed:
+            traffic(cluster, namespace, **istio).run("step", 30)
+        assert str(shadowed.value).startswith("DestinationRule/%s/gateway-side: subset a is missing; subset b is "
+                                              "missing" % infra), str(shadowed.value)
+
+        rule = destination_rule(namespace)
+        rule["metadata"]["name"] = "shop-slots"
+        create(cluster, rule)
+        step = traffic(cluster, namespace, **istio).run("step", 30)
+    finally:
+        cluster.delete_namespace(root)
+    http = {entry["name"]: entry for entry in read(cluster, routes.RouteRef("VirtualService", infra, "shop"))[
+        "spec"]["http"]}
+    assert {d["destination"]["subset"]: d["weight"] for d in http["app"]["route"]} == {"a": 70, "b": 30}
+    assert step.weights == {"a": 70, "b": 30}

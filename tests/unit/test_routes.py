@@ -18,9 +18,10 @@ import pytest
 import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, routes
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_destination_rule
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio import is_service_host
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights, set_weights
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_subsets, lookup_path
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio import service_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
+    Target, current_weights, set_weights)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "routes")
@@ -214,12 +215,31 @@ def test_virtualservice_without_weights_reads_zero():
     assert current_weights(route, "VirtualService", "shop") == {"a": 100, "b": 0}
 
 
-@pytest.mark.parametrize("host, ok", [
-    ("shop", True), ("shop.shop", True), ("shop.shop.svc", True), ("shop.shop.svc.cluster.local", True),
-    ("shopfront", False), ("other.shop", False), ("shop.shop.svc.cluster", False), ("shop.example.com", False),
-    ("", False), (None, False)])
-def test_service_hosts(host, ok):
-    assert is_service_host(host, "shop") is ok
+@pytest.mark.parametrize("host, service", [
+    ("shop", ("shop", "mesh")), ("shop.shop", ("shop", "shop")), ("shop.shop.svc", ("shop", "shop")),
+    ("shop.shop-prod.svc.cluster.local", ("shop", "shop-prod")), ("shopfront", ("shopfront", "mesh")),
+    ("shop.shop.svc.cluster", None), ("shop.example.com", None), ("", None), (None, None), (".shop", None)])
+def test_service_hosts_are_read_in_the_namespace_of_the_object_writing_them(host, service):
+    assert service_of(host, "mesh") == service
+
+
+def test_a_virtualservice_of_another_namespace_weighs_the_host_of_the_services_namespace():
+    route = {"metadata": {"name": "shop", "namespace": "mesh"}, "spec": {"http": [
+        {"name": "short", "route": [{"destination": {"host": "shop", "subset": "a"}, "weight": 100},
+                                    {"destination": {"host": "shop", "subset": "b"}, "weight": 0}]},
+        {"name": "full", "route": [
+            {"destination": {"host": "shop.shop-prod.svc.cluster.local", "subset": "a"}, "weight": 100},
+            {"destination": {"host": "shop.shop-prod.svc.cluster.local", "subset": "b"}, "weight": 0}]}]}}
+    spec = set_weights(route, "VirtualService", "shop", "b", 30, namespace="shop-prod")
+    assert spec["http"][0] == route["spec"]["http"][0], "shop read in mesh: shop.mesh, not the release's Service"
+    assert [target["weight"] for target in spec["http"][1]["route"]] == [70, 30]
+    with pytest.raises(InputError) as caught:
+        set_weights(dict(route, spec={"http": route["spec"]["http"][:1]}), "VirtualService", "shop", "b", 30,
+                    namespace="shop-prod")
+    text = str(caught.value)
+    assert "no http entry lists both subset a of host shop.shop-prod.svc.cluster.local and subset b of host " \
+           "shop.shop-prod.svc.cluster.local" in text and "it names shop instead" in text
+    assert "a short host names a Service of the VirtualService's namespace mesh" in text
 
 
 # ------------------------------------------------------------------------------------------- refusals
@@ -246,31 +266,44 @@ def test_current_weights_refuses_a_route_without_both_slots():
 
 # ------------------------------------------------------------------------------------------- DestinationRule
 
+SHOP = Target("VirtualService", "shop", "shop", "shop")
+
+
 def test_destination_rule_with_both_subsets():
-    check_destination_rule(load("destinationrule.yaml"), "shop")
+    check_subsets([load("destinationrule.yaml")], SHOP)
 
 
 @pytest.mark.parametrize("change, message", [
     (lambda spec: spec["subsets"].pop(), "DestinationRule/shop/shop: subset b is missing"),
     (lambda spec: spec.pop("subsets"), "subset a is missing; subset b is missing"),
     (lambda spec: spec["subsets"][0].update(labels={"version": "v1"}),
-     'subset a must select manent.io/track: a, has labels {"version": "v1"}'),
-    (lambda spec: spec["subsets"][1]["labels"].update({"manent.io/track": "a"}), "subset b must select"),
-    (lambda spec: spec.update(host="shopfront"), "its host 'shopfront' is not the service shop"),
+     'subset a of DestinationRule/shop/shop must select manent.io/track: a, has labels {"version": "v1"}'),
+    (lambda spec: spec["subsets"][1]["labels"].update({"manent.io/track": "a"}), "subset b of"),
 ])
 def test_destination_rule_refusals(change, message):
     dr = load("destinationrule.yaml")
     change(dr["spec"])
     with pytest.raises(InputError) as caught:
-        check_destination_rule(dr, "shop")
+        check_subsets([dr], SHOP)
     assert message in str(caught.value)
-    assert "{name: a, labels: {manent.io/track: a}}" in str(caught.value)
+    assert "must read spec: {host: shop.shop.svc.cluster.local, subsets: [{name: a, labels: {manent.io/track: a}}" \
+        in str(caught.value)
 
 
-def test_destination_rule_not_found():
-    with pytest.raises(InputError, match=r"DestinationRule/shop/shop: not found: Istio rollouts need a "
-                                         r"DestinationRule for host shop \(create it with spec: \{host: shop"):
-        check_destination_rule(None, "shop", namespace="shop")
+def test_destination_rules_of_one_host_are_merged_the_first_created_winning():
+    first, second = load("destinationrule.yaml"), load("destinationrule.yaml")
+    first["spec"]["subsets"].pop()  # a only
+    second["metadata"].update(name="shop-more", creationTimestamp="2026-12-01T00:00:00Z")
+    second["spec"]["subsets"][0]["labels"] = {"version": "v1"}  # its a is shadowed by the first's
+    check_subsets([second, first], SHOP)
+    first["spec"]["subsets"][0]["labels"] = {"version": "v1"}
+    with pytest.raises(InputError, match="subset a of DestinationRule/shop/shop must select"):
+        check_subsets([second, first], SHOP)
+
+
+def test_the_destination_rule_lookup_path():
+    assert lookup_path(Target("VirtualService", "shop", "mesh", "shop-prod")) == ["shop-prod", "mesh", "istio-system"]
+    assert lookup_path(Target("VirtualService", "shop", "shop", "shop"), "istio-config") == ["shop", "istio-config"]
 
 
 # ------------------------------------------------------------------------------------------- acceptance

@@ -24,6 +24,7 @@ TRAFFIC_SPEC = {
     "traffic_route_namespace": {"type": "str"},
     "traffic_service": {"type": "str", "required": True},
     "traffic_router": {"type": "str", "choices": ["gateway-api", "istio"], "default": "gateway-api"},
+    "istio_root_namespace": {"type": "str", "default": "istio-system"},
     "testers_header": {"type": "dict", "options": {"name": {"type": "str", "required": True},
                                                    "value": {"type": "str"}}},
     "traffic_replicas": {"type": "str", "choices": ["manifest", "proportional"], "default": "manifest"},
@@ -46,7 +47,7 @@ def traffic_options(params, check_mode, on_progress=None):
     return TrafficOptions(
         route=params["traffic_route"], route_kind=params["traffic_route_kind"],
         route_namespace=params.get("traffic_route_namespace") or "", service=params["traffic_service"],
-        router=params["traffic_router"], testers=testers,
+        router=params["traffic_router"], istio_root_namespace=params["istio_root_namespace"], testers=testers,
         proportional=params["traffic_replicas"] == "proportional",
         accept_timeout=parse_duration(params["accept_timeout"], name="accept_timeout"),
         require_route_status=params["require_route_status"],

@@ -14,7 +14,7 @@ rendering and the engine read it too.
 - weights.py       pure functions: a route's slot weights computed, and the refusals of routes manent cannot use;
                    gateway.py and istio.py: how each kind of route names the slot backends, and its own rules
 - grants.py        the ReferenceGrants a Gateway API route needs to send to the Services of another namespace
-- destinations.py  the Istio DestinationRule and its subsets
+- destinations.py  the Istio DestinationRule of the Services' host, found along Istio's lookup path, and its subsets
 - acceptance.py    whether the route's controller accepted a change (status.parents), and the wait for it
 - options.py       TrafficOptions and TrafficResult
 

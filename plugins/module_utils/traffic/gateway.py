@@ -67,6 +67,12 @@ def elsewhere(rules, target):
     return sorted(ref for ref in found if not ref.startswith(target.namespace + "/"))
 
 
+def cross_namespace_hint(target):
+    """What a route of another namespace than the Services must write."""
+    return "a backendRef without a namespace names a Service of the route's namespace %s: write %s" % (
+        target.route_namespace, json.dumps(example_refs(target)))
+
+
 def example_refs(target, port="<port>", weights=(100, 0)):
     """backendRefs naming both slot Services, as a route of ``target`` must write them."""
     refs = []

@@ -3,12 +3,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The slot destinations of an Istio VirtualService: which routes of an ``http`` entry go to the subsets ``a`` and
 ``b`` of the service's host, which entry is the testers', and what Istio requires of them (the entries manent
-weighs route to those two subsets only; the testers' entry comes first, since Istio takes the first match)."""
+weighs route to those two subsets only; the testers' entry comes first, since Istio takes the first match).
+
+A host names the Kubernetes Service ``<name>.<namespace>.svc.cluster.local``; Istio reads a short host
+(``shop``) in the namespace of the object that writes it (the VirtualService, the DestinationRule), not the
+Service's, so a VirtualService in another namespace than the release names the Service's namespace in its
+hosts (``shop.shop-prod.svc.cluster.local``)."""
 
 from __future__ import annotations
 
 import json
-import re
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import SLOTS
@@ -18,20 +22,36 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots impo
 FIELD, UNIT, REFS, TARGETS, DEFAULT_WEIGHT = "http", "http entry", "route", "route destinations", 0
 
 
-def is_service_host(host, service):
-    """``service``, ``service.<ns>``, ``service.<ns>.svc`` or ``service.<ns>.svc.cluster.local``."""
-    pattern = r"%s(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.svc(\.cluster\.local)?)?)?" % re.escape(service)
-    return re.fullmatch(pattern, host or "") is not None
+def service_of(host, namespace):
+    """(name, namespace) of the Service a host names, read in ``namespace`` (the writing object's) when short;
+    None when it names no Service of the cluster."""
+    parts = (host or "").split(".")
+    if len(parts) == 1 and parts[0]:
+        return parts[0], namespace
+    if 2 <= len(parts) <= 5 and parts[2:] in ([], ["svc"], ["svc", "cluster", "local"]) and all(parts[:2]):
+        return parts[0], parts[1]
+    return None
+
+
+def fqdn(target):
+    """The host of the slot Services of ``target`` (weights.py Target)."""
+    return "%s.%s.svc.cluster.local" % (target.service, target.namespace)
+
+
+def host_of(target):
+    """The host a VirtualService of ``target`` writes: the short name in the Services' own namespace."""
+    return target.service if target.namespace == target.route_namespace else fqdn(target)
 
 
 def slots_of(entry, target):
     """{slot: route destination} of the entry's routes to subsets ``a`` and ``b`` of the service (weights.py
-    Target)."""
+    Target), its host read in the VirtualService's namespace."""
     found = {}
     for route in entry.get("route") or ():
         destination = route.get("destination") or {}
         subset = destination.get("subset")
-        if subset in SLOTS and subset not in found and is_service_host(destination.get("host"), target.service):
+        named = service_of(destination.get("host"), target.route_namespace)
+        if subset in SLOTS and subset not in found and named == (target.service, target.namespace):
             found[subset] = route
     return found
 
@@ -48,17 +68,32 @@ def is_testers(entry, testers):
 
 
 def names(target):
-    return tuple("subset %s of host %s" % (slot, target.service) for slot in SLOTS)
+    return tuple("subset %s of host %s" % (slot, host_of(target)) for slot in SLOTS)
 
 
-def elsewhere(_entries, _target):
-    return []
+def elsewhere(entries, target):
+    """The hosts of the entries' routes to subsets ``a`` and ``b`` that name the service in another namespace."""
+    found = set()
+    for entry in entries:
+        for route in entry.get("route") or ():
+            destination = route.get("destination") or {}
+            named = service_of(destination.get("host"), target.route_namespace)
+            if destination.get("subset") in SLOTS and named and named[0] == target.service \
+                    and named[1] != target.namespace:
+                found.add(destination["host"])
+    return sorted(found)
+
+
+def cross_namespace_hint(target):
+    """What a VirtualService of another namespace than the Services must write."""
+    return "a short host names a Service of the VirtualService's namespace %s: write %s" % (
+        target.route_namespace, json.dumps(example_refs(target)))
 
 
 def example_refs(target, port=None, weights=(100, 0)):
     """Route destinations to both subsets of the service's host."""
     del port
-    return [{"destination": {"host": target.service, "subset": slot}, "weight": weight}
+    return [{"destination": {"host": host_of(target), "subset": slot}, "weight": weight}
             for slot, weight in zip(SLOTS, weights)]
 
 
@@ -66,7 +101,7 @@ def no_testers(_first, weighted, target, testers, subject):
     """The refusal of a VirtualService without the testers' entry; ``weighted``: the first weighted entry's name."""
     header, value = testers
     example = {"match": [{"headers": {header: {"exact": value or "<value>"}}}],
-               "route": [{"destination": {"host": target.service, "subset": slot}} for slot in SLOTS]}
+               "route": [{"destination": {"host": host_of(target), "subset": slot}} for slot in SLOTS]}
     return InputError("no http entry matches the testers' header %s" % header, subject=subject,
                       hint="add an entry before %s, e.g. %s" % (weighted, json.dumps(example)))
 

@@ -21,6 +21,7 @@ class TrafficOptions:
     route_namespace: str = ""
     service: str = ""
     router: str = slots.ROUTER_GATEWAY
+    istio_root_namespace: str = "istio-system"  # where Istio looks for a DestinationRule last
     testers: dict = None
     proportional: bool = False
     accept_timeout: float = 60.0

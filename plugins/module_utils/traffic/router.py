@@ -12,7 +12,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import (
     acceptance, destinations, grants, routes)
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import current_weights, set_weights
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
+    Target, current_weights, set_weights)
 
 
 class Router:
@@ -46,7 +47,8 @@ class Router:
         set_weights(route, self.ref.kind, self.options.service, slot, percent, testers=self.options.testers,
                     namespace=self.namespace)
         if self.options.router == slots.ROUTER_ISTIO:
-            destinations.check_destination_rule(self._destination_rule(), self.options.service)
+            target = Target(self.ref.kind, self.options.service, self.ref.namespace, self.namespace)
+            destinations.check(self.kube, target, self.ref, self.options.istio_root_namespace)
         else:
             grants.check(self.kube, self.discovery, self.ref, self.options.service, self.namespace)
         self._checked = (slot, percent)
@@ -86,12 +88,3 @@ class Router:
             except NotFoundError:
                 return ("BackendNotFound",)
         return ()
-
-    def _destination_rule(self):
-        path = "/apis/networking.istio.io/v1/namespaces/%s/destinationrules/%s" % (self.ref.namespace,
-                                                                                   self.options.service)
-        try:
-            subject = "DestinationRule/%s/%s" % (self.ref.namespace, self.options.service)
-            return self.kube.get_json(path, subject=subject)
-        except NotFoundError:
-            return None

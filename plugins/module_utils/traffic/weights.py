@@ -30,7 +30,6 @@ The matching of backends and what Istio requires are in gateway.py and istio.py;
 from __future__ import annotations
 
 import copy
-import json
 from collections import namedtuple
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
@@ -194,8 +193,7 @@ def _no_weighted(plan, subject):
         why += "; it names %s instead" % " and ".join(others)
     hint = "the route must list both in the %s of the %s serving the application, e.g. with weights 100 and 0" % (
         router.TARGETS, router.UNIT)
-    if target.namespace != target.route_namespace and router is gateway:
-        hint += ('; a backendRef without a namespace names a Service of the route\'s namespace %s: write %s'
-                 % (target.route_namespace, json.dumps(gateway.example_refs(target))))
+    if target.namespace != target.route_namespace:
+        hint += "; " + router.cross_namespace_hint(target)
     return InputError("no %s lists both %s and %s (%s)" % (router.UNIT, names[0], names[1], why), subject=subject,
                       hint=hint)
