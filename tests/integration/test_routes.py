@@ -12,6 +12,7 @@ lets another real write happen between manent's read and its patch.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -148,6 +149,40 @@ def test_a_route_without_the_b_backend_is_refused_untouched(cluster, namespace):
                                         % namespace)
     assert kube.methods() == ["GET"]
     assert read(cluster, ref)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def seed_route(namespace):
+    """The example route of the product's documentation: its testers' rule lists one slot backend."""
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "shop", "namespace": namespace},
+            "spec": {"parentRefs": [{"name": "public"}], "rules": [
+                {"matches": [{"headers": [{"name": "x-canary", "value": "always"}]}],
+                 "backendRefs": [{"name": "shop-a", "port": 80}]},
+                {"backendRefs": [{"name": "shop-a", "port": 80, "weight": 100},
+                                 {"name": "shop-b", "port": 80, "weight": 0}]}]}}
+
+
+def test_a_testers_rule_with_one_backend_is_refused_naming_the_exact_change(cluster, namespace):
+    """The refusal shows the backendRefs the testers' rule must have; written as shown, the step goes through."""
+    created = create(cluster, seed_route(namespace))
+    ref = routes.RouteRef("HTTPRoute", namespace, "shop")
+    with pytest.raises(InputError) as refused:
+        routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    text = str(refused.value)
+    assert text.startswith("HTTPRoute/%s/shop: the testers' rule 0 must list both shop-a and shop-b, it lists shop-a"
+                           % namespace), text
+    block = ('{"backendRefs": [{"group": "", "kind": "Service", "name": "shop-a", "port": 80, "weight": 1}, '
+             '{"group": "", "kind": "Service", "name": "shop-b", "port": 80, "weight": 0}]}')  # the server's defaults
+    assert "make its backendRefs read %s" % block in text
+    assert read(cluster, ref)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+    rules = created["spec"]["rules"]
+    rules[0].update(json.loads(block))  # the platform team's change, as the error shows it
+    cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}}, content_type=MERGE)
+    out = routes.update_weights(cluster.kube, ref, "shop", "b", 10, testers=TESTERS)
+    testers, weighted = read(cluster, ref)["spec"]["rules"]
+    assert out["after"] == {"a": 90, "b": 10} and weights(weighted) == {"a": 90, "b": 10}
+    assert weights(testers) == {"a": 0, "b": 100}
 
 
 def test_dry_run_changes_nothing(cluster, namespace):

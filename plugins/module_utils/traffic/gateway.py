@@ -85,6 +85,20 @@ def example_refs(target, port="<port>", weights=(100, 0)):
     return refs
 
 
+def completed(rule, target):
+    """``{"backendRefs": [...]}``: the rule's backendRefs with the missing slot Services added at weight 0, named as
+    the slot backend it lists (port, namespace), so that adding them moves no traffic."""
+    found = slots_of(rule, target)
+    template = next(iter(found.values()), None) or example_refs(target)[0]
+    refs = list(rule.get("backendRefs") or [])
+    for slot in SLOTS:
+        if slot not in found:
+            ref = {key: value for key, value in template.items() if key != "weight"}
+            ref.update(name=slot_name(target.service, slot), weight=0)
+            refs.append(ref)
+    return {"backendRefs": refs}
+
+
 def no_testers(first, weighted, target, testers, subject):
     """The refusal of a route without the testers' rule: an example repeating the matches of ``first``, the
     weighted rule called ``weighted`` in messages."""

@@ -97,6 +97,19 @@ def example_refs(target, port=None, weights=(100, 0)):
             for slot, weight in zip(SLOTS, weights)]
 
 
+def completed(entry, target):
+    """``{"route": [...]}``: the entry's destinations with the missing slot subsets added at weight 0 and the listed
+    one at its weight (100 when it has none: Istio wants weights summing to 100), so that no traffic moves."""
+    found = slots_of(entry, target)
+    template = next(iter(found.values()), {}).get("destination") or {"host": host_of(target)}
+    routes = [dict(route, weight=route.get("weight", 100)) if route in found.values() else route
+              for route in entry.get("route") or []]
+    for slot in SLOTS:
+        if slot not in found:
+            routes.append({"destination": dict(template, subset=slot), "weight": 0})
+    return {"route": routes}
+
+
 def no_testers(_first, weighted, target, testers, subject):
     """The refusal of a VirtualService without the testers' entry; ``weighted``: the first weighted entry's name."""
     header, value = testers

@@ -30,6 +30,7 @@ The matching of backends and what Istio requires are in gateway.py and istio.py;
 from __future__ import annotations
 
 import copy
+import json
 from collections import namedtuple
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
@@ -167,9 +168,14 @@ def _check_plan(plan, testers, subject):
                                 testers, subject)
     names = router.names(plan.target)
     for index in plan.testing:
-        if len(_slots(plan, index)) != len(SLOTS):
-            raise InputError("the testers' %s must list both %s and %s" % (unit_name(plan, index), names[0], names[1]),
-                             subject=subject, hint="it sends only to the candidate, which is either slot")
+        found = _slots(plan, index)
+        if len(found) != len(SLOTS):
+            listed = " and ".join(name for slot, name in zip(SLOTS, names) if slot in found) or "neither"
+            block = router.completed(plan.units[index], plan.target)
+            raise InputError("the testers' %s must list both %s and %s, it lists %s" % (
+                unit_name(plan, index), names[0], names[1], listed), subject=subject,
+                hint="it sends testers only to the candidate, which is either slot: make its %s read %s (the slot "
+                     "added with weight 0, so no traffic moves before a step)" % (router.REFS, json.dumps(block)))
     if router is istio:
         istio.check(plan, plan.target, subject, lambda index: unit_name(plan, index))
 
