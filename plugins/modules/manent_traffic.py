@@ -70,11 +70,12 @@ options:
   traffic_route_namespace:
     description:
       - Namespace of the route. Default O(namespace).
-      - The slot Services are those of O(namespace). A Gateway API route in another namespace names them with
-        C(namespace) in its backendRefs (a backendRef without one names a Service of the route's namespace), and
-        a ReferenceGrant in O(namespace) must let routes of its kind from its namespace reference Services there.
+      - "The slot Services are those of O(namespace). A Gateway API route in another namespace names them in its
+        backendRefs with their namespace, for example C({name: shop-a, namespace: shop-prod, port: 8080}) (a
+        backendRef without one names a Service of the route's namespace), and a ReferenceGrant in O(namespace)
+        must let routes of its kind from the route's namespace reference Services there.
         Both are checked before anything is written; reading the grants needs C(get) and C(list) on
-        C(referencegrants.gateway.networking.k8s.io) in O(namespace).
+        C(referencegrants.gateway.networking.k8s.io) in O(namespace)."
     type: str
   traffic_service:
     description: Base name of the Service; the route's backends are C(<traffic_service>-a) and C(<traffic_service>-b)
@@ -200,8 +201,8 @@ history:
   type: dict
 written:
   description:
-    - Every write of the operation in order, as C(<Kind/namespace/name>: <what>) (C(replicas 1 -> 2),
-      C(weights a 90, b 10), C(deleted)) or C(history: <what>); C(changed) is true when it is not empty.
+    - "Every write of the operation in order, as C(<Kind/namespace/name>: <what>) (C(replicas 1 -> 2),
+      C(weights a 90, b 10), C(deleted)) or C(history: <what>); C(changed) is true when it is not empty."
     - Also on failure, so a failed operation says what it changed before the error (the message says it too, or
       that nothing was changed). In check mode, the writes the API server accepted as dry runs; nothing is stored.
   sample: ["Deployment/shop-prod/shop-b: replicas 1 -> 2", "HTTPRoute/shop-prod/shop: weights a 90, b 10"]

@@ -413,7 +413,7 @@ def test_wait_accepted_returns_no_status_at_the_deadline_unless_required():
     assert clock.now == 103.0
     with pytest.raises(WaitError, match="generation 1 not accepted after 3s: no controller reported a status"):
         acceptance.wait_accepted(ScriptedKube(route), REF, 1, 3, clock=clock.clock, sleep=clock.sleep,
-                             require_status=True)
+                                 require_status=True)
 
 
 def test_wait_accepted_rides_out_a_transient_error():
@@ -423,7 +423,7 @@ def test_wait_accepted_rides_out_a_transient_error():
     assert acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"
     with pytest.raises(ApiError, match="forbidden"):
         acceptance.wait_accepted(ScriptedKube(ApiError("forbidden", status=403)), REF, 2, 30, clock=clock.clock,
-                             sleep=clock.sleep)
+                                 sleep=clock.sleep)
 
 
 # ------------------------------------------------------------------------------------------- refs
