@@ -30,7 +30,9 @@ description:
   - Every change to a Gateway API route is a patch of the whole C(spec.rules) conditioned on the resourceVersion
     read (re-read and retried on a conflict), then verified; each parent in C(status.parents) must report
     C(Accepted) and C(ResolvedRefs) for the new generation within O(accept_timeout).
-  - Each operation holds the release's history lock and is safe to run again after a failure at any point.
+  - Each operation holds the release's history lock, checks everything it needs (the release, the route, the
+    DestinationRule) before its first write, and is safe to run again after a failure at any point. A failure
+    after a write lists in C(written) what was written; a refusal changes nothing.
 author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
@@ -66,12 +68,19 @@ options:
     choices: [HTTPRoute, GRPCRoute]
     default: HTTPRoute
   traffic_route_namespace:
-    description: Namespace of the route. Default O(namespace).
+    description:
+      - Namespace of the route. Default O(namespace).
+      - "The slot Services are those of O(namespace). A Gateway API route in another namespace names them in its
+        backendRefs with their namespace, for example C({name: shop-a, namespace: shop-prod, port: 8080}) (a
+        backendRef without one names a Service of the route's namespace), and a ReferenceGrant in O(namespace)
+        must let routes of its kind from the route's namespace reference Services there.
+        Both are checked before anything is written; reading the grants needs C(get) and C(list) on
+        C(referencegrants.gateway.networking.k8s.io) in O(namespace)."
     type: str
   traffic_service:
     description: Base name of the Service; the route's backends are C(<traffic_service>-a) and C(<traffic_service>-b)
-      (Istio; the host of the VirtualService destinations, with subsets C(a) and C(b) of the DestinationRule of the
-      same name).
+      (Istio; the Service whose host the VirtualService destinations name, with subsets C(a) and C(b) of its
+      DestinationRule, see O(istio_root_namespace)).
     type: str
     required: true
   traffic_router:
@@ -79,6 +88,15 @@ options:
     type: str
     choices: [gateway-api, istio]
     default: gateway-api
+  istio_root_namespace:
+    description:
+      - With O(traffic_router=istio), Istio's root namespace (C(meshConfig.rootNamespace)), the last place where
+        Istio looks for the DestinationRule of a host.
+      - The DestinationRule is found as Istio finds it, by its C(spec.host) (a short host read in the rule's
+        namespace), in O(namespace), then the VirtualService's namespace, then this one; the first namespace holding
+        one decides, and it must define the subsets C(a) and C(b) selecting C(manent.io/track).
+    type: str
+    default: istio-system
   testers_header:
     description:
       - The header (C(name) and optional C(value)) of the route rule that sends testers only to the candidate.
@@ -181,66 +199,26 @@ history:
     version, weight, readiness and workloads.
   returned: always
   type: dict
+written:
+  description:
+    - "Every write of the operation in order, as C(<Kind/namespace/name>: <what>) (C(replicas 1 -> 2),
+      C(weights a 90, b 10), C(deleted)) or C(history: <what>); C(changed) is true when it is not empty."
+    - Also on failure, so a failed operation says what it changed before the error (the message says it too, or
+      that nothing was changed). In check mode, the writes the API server accepted as dry runs; nothing is stored.
+  sample: ["Deployment/shop-prod/shop-b: replicas 1 -> 2", "HTTPRoute/shop-prod/shop: weights a 90, b 10"]
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import OPERATIONS, Traffic, TrafficOptions
-
-TRAFFIC_SPEC = {
-    "operation": {"type": "str", "choices": list(OPERATIONS), "default": "status"},
-    "percent": {"type": "int"},
-    "traffic_route": {"type": "str", "required": True},
-    "traffic_route_kind": {"type": "str", "choices": ["HTTPRoute", "GRPCRoute"], "default": "HTTPRoute"},
-    "traffic_route_namespace": {"type": "str"},
-    "traffic_service": {"type": "str", "required": True},
-    "traffic_router": {"type": "str", "choices": ["gateway-api", "istio"], "default": "gateway-api"},
-    "testers_header": {"type": "dict", "options": {"name": {"type": "str", "required": True},
-                                                   "value": {"type": "str"}}},
-    "traffic_replicas": {"type": "str", "choices": ["manifest", "proportional"], "default": "manifest"},
-    "accept_timeout": {"type": "str", "default": "1m"},
-    "require_route_status": {"type": "bool", "default": False},
-    "settle_delay": {"type": "str", "default": "5s"},
-    "scale_down_delay": {"type": "str", "default": "10m"},
-    "wait_timeout": {"type": "str", "default": "5m"},
-    "break_lock": {"type": "bool", "default": False},
-}
-
-
-def traffic_options(params, check_mode):
-    """The module's parameters as TrafficOptions (one place)."""
-    testers = params.get("testers_header")
-    return TrafficOptions(
-        route=params["traffic_route"], route_kind=params["traffic_route_kind"],
-        route_namespace=params.get("traffic_route_namespace") or "", service=params["traffic_service"],
-        router=params["traffic_router"], testers={k: v for k, v in testers.items() if v is not None} if testers else None,
-        proportional=params["traffic_replicas"] == "proportional",
-        accept_timeout=parse_duration(params["accept_timeout"], name="accept_timeout"),
-        require_route_status=params["require_route_status"],
-        settle_delay=parse_duration(params["settle_delay"], name="settle_delay"),
-        scale_down_delay=parse_duration(params["scale_down_delay"], name="scale_down_delay"),
-        wait_timeout=parse_duration(params["wait_timeout"], name="wait_timeout"),
-        dry_run=check_mode, break_lock=params["break_lock"])
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import traffic_task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.common import run_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=mc.argument_spec(mc.RELEASE_SPEC, TRAFFIC_SPEC), supports_check_mode=True,
-                           required_if=[("operation", "step", ("percent",))])
-    mc.require_kubernetes(module)
-    try:
-        options = traffic_options(module.params, module.check_mode)
-        kube, discovery = mc.open_cluster(module.params)
-        try:
-            traffic = Traffic(kube, discovery, module.params["namespace"], mc.release_key(module.params), options)
-            result = traffic.run(module.params["operation"], module.params.get("percent"))
-        finally:
-            kube.close()
-    except ManentError as exc:
-        mc.fail(module, exc)
-    mc.exit_result(module, result.to_dict())
+    run_task(AnsibleModule(argument_spec=traffic_task.argument_spec(), supports_check_mode=True), traffic_task)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import TRACK_LABEL
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 
 TESTERS = {"name": "x-canary", "value": "always"}
@@ -103,7 +104,7 @@ def destination_rule(namespace, subsets=("a", "b")):
     return {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
             "metadata": {"name": "shop", "namespace": namespace},
             "spec": {"host": "shop.%s.svc.cluster.local" % namespace,
-                     "subsets": [{"name": slot, "labels": {routes.TRACK_LABEL: slot}} for slot in subsets]}}
+                     "subsets": [{"name": slot, "labels": {TRACK_LABEL: slot}} for slot in subsets]}}
 
 
 class AutoController:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 
 import pytest
 
@@ -84,8 +85,40 @@ def route_ref(namespace):
     return ROUTE._replace(namespace=namespace)
 
 
+def foreign_route(route_namespace, services_namespace):
+    """The test route in ``route_namespace``, its slot backendRefs naming the Services of ``services_namespace``."""
+    route = httproute(route_namespace)
+    for item in route["spec"]["rules"]:
+        for backend in item["backendRefs"]:
+            if backend["name"].startswith("shop-"):
+                backend["namespace"] = services_namespace
+    return route
+
+
+def reference_grant(namespace, from_namespace, names=()):
+    return {"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
+            "metadata": {"name": "routes-from-infra", "namespace": namespace},
+            "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute",
+                               "namespace": from_namespace}],
+                     "to": [dict({"group": "", "kind": "Service"}, **({"name": name} if name else {}))
+                            for name in names or (None,)]}}
+
+
 def digest(obj):
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def candidate_of(cluster, tmp_path, namespace, route=None):
+    """Version 1.0.0 promoted in slot a and 2.0.0 the candidate in slot b (one replica, proportional), behind
+    ``route`` (default: httproute); returns the route's RouteRef."""
+    route = route or httproute(namespace)
+    create(cluster, route)
+    ref = routes.RouteRef(route["kind"], route["metadata"]["namespace"], route["metadata"]["name"])
+    with AutoController(cluster, ref):
+        ship(cluster, tmp_path, namespace, "1.0.0")
+        traffic(cluster, namespace, route_namespace=ref.namespace).run("promote")
+        ship(cluster, tmp_path, namespace, "2.0.0")
+    return ref
 
 
 def test_full_rollout_a_to_b_then_b_to_a(cluster, namespace, tmp_path):
@@ -417,3 +450,163 @@ def test_rollback_after_promote_puts_the_replaced_slot_back(cluster, namespace, 
         with pytest.raises(InputError) as retired:
             traffic(cluster, namespace).run("rollback")
         assert "was retired" in str(retired.value)
+
+
+def _managers(cluster, namespace, name):
+    live = cluster.get("apps/v1", "Deployment", namespace, name)
+    return {entry["manager"] for entry in live["metadata"].get("managedFields") or ()}
+
+
+def test_a_refused_step_changes_nothing_and_says_so(cluster, namespace, tmp_path):
+    """Every check of the route comes before the first write: a step whose route is refused (a testers' rule that
+    lists one slot backend, as the seed's example route has) leaves the candidate at its size, and both the
+    error and the result say that nothing was changed."""
+    ref = candidate_of(cluster, tmp_path, namespace)
+    rules = read(cluster, ref)["spec"]["rules"]
+    rules[0]["backendRefs"] = [backend for backend in rules[0]["backendRefs"] if backend["name"] == "shop-a"]
+    cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                         content_type="application/merge-patch+json")
+    route_before = read(cluster, ref)["metadata"]["resourceVersion"]
+    candidate_before = cluster.get("apps/v1", "Deployment", namespace, "shop-b")["metadata"]["resourceVersion"]
+
+    with pytest.raises(InputError) as refused:
+        traffic(cluster, namespace).run("step", 50)
+
+    assert "the testers' rule 0 (testers) must list both shop-a and shop-b" in str(refused.value)
+    assert "nothing was changed" in str(refused.value)
+    assert cluster.get("apps/v1", "Deployment", namespace, "shop-b")["metadata"]["resourceVersion"] == \
+        candidate_before and replicas(cluster, namespace, "shop-b") == 1
+    assert "manent-traffic" not in _managers(cluster, namespace, "shop-b")
+    assert read(cluster, ref)["metadata"]["resourceVersion"] == route_before
+    partial = refused.value.partial.to_dict()
+    assert (partial["changed"], partial["scaled"], partial["written"]) == (False, [], [])
+    assert locator(cluster, namespace)["lockHolder"] == ""
+
+
+def test_a_step_that_fails_after_a_write_says_exactly_what_was_written(cluster, namespace, tmp_path):
+    """The candidate grew and the weights were written, then the route's controller never accepted them: the
+    error and its partial result list both writes, never "nothing was changed"."""
+    candidate_of(cluster, tmp_path, namespace)
+
+    with pytest.raises(WaitError) as failed:
+        traffic(cluster, namespace, accept_timeout=2).run("step", 50)
+
+    partial = failed.value.partial.to_dict()
+    candidate = "Deployment/%s/shop-b" % namespace
+    assert partial["changed"] is True
+    assert partial["scaled"] == [{"object": candidate, "from": 1, "to": 2}]
+    assert partial["written"] == ["%s: replicas 1 -> 2" % candidate,
+                                  "HTTPRoute/%s/shop: weights a 50, b 50" % namespace]
+    assert partial["weights"] == {"a": 50, "b": 50}
+    message = str(failed.value)
+    assert "written before the failure: %s: replicas 1 -> 2; HTTPRoute/%s/shop: weights a 50, b 50" % (
+        candidate, namespace) in message and "nothing was changed" not in message
+    assert replicas(cluster, namespace, "shop-b") == 2
+
+
+def test_a_step_down_shrinks_the_candidate_after_the_settle_delay_and_says_so(cluster, namespace, tmp_path):
+    """Proportional replicas shrink only once the traffic moved and the settle delay passed, and the result
+    lists the shrink."""
+    ref = candidate_of(cluster, tmp_path, namespace)
+    at_settle = []
+
+    def sleep(seconds):
+        at_settle.append((seconds, replicas(cluster, namespace, "shop-b"),
+                          weights(rule(read(cluster, ref), "app"))))
+
+    with AutoController(cluster, ref):
+        traffic(cluster, namespace).run("step", 50)
+        down = traffic(cluster, namespace, settle_delay=7, sleep=sleep).run("step", 10)
+    assert (7, 2, {"a": 90, "b": 10}) in at_settle, "at the settle delay: traffic moved, the candidate not shrunk"
+    candidate = "Deployment/%s/shop-b" % namespace
+    assert down.scaled == [{"object": candidate, "from": 2, "to": 1}] and replicas(cluster, namespace, "shop-b") == 1
+    assert down.written[-1] == "%s: replicas 2 -> 1" % candidate and down.changed is True
+
+
+def test_a_route_in_another_namespace_sends_to_the_services_a_reference_grant_allows(
+        cluster, namespace, namespaces, tmp_path):
+    """The platform team's HTTPRoute lives in its own namespace (``namespaces``: another fresh one) and names the
+    slot Services with the release's namespace: refused before any write, naming the ReferenceGrant to create,
+    until one lets it; then every operation weighs those backends."""
+    infra = namespaces
+    create(cluster, foreign_route(infra, namespace))
+    ref = routes.RouteRef("HTTPRoute", infra, "shop")
+    ship(cluster, tmp_path, namespace, "1.0.0")
+    before = cluster.get("apps/v1", "Deployment", namespace, "shop-a")["metadata"]["resourceVersion"]
+
+    with pytest.raises(InputError) as refused:
+        traffic(cluster, namespace, route_namespace=infra).run("promote")
+
+    message = str(refused.value)
+    assert message.startswith("HTTPRoute/%s/shop: no ReferenceGrant of namespace %s lets HTTPRoutes of namespace %s "
+                              "send to the Services shop-a and shop-b" % (infra, namespace, infra)), message
+    assert json.dumps(reference_grant(namespace, infra, ["shop-a", "shop-b"])["spec"]) in message
+    assert '"metadata": {"name": "httproutes-from-%s", "namespace": "%s"}' % (infra, namespace) in message
+    assert "nothing was changed" in message
+    assert cluster.get("apps/v1", "Deployment", namespace, "shop-a")["metadata"]["resourceVersion"] == before
+
+    create_grant = reference_grant(namespace, infra)
+    cluster.kube.request("POST", "/apis/gateway.networking.k8s.io/v1beta1/namespaces/%s/referencegrants"
+                         % namespace, body=create_grant)
+    with AutoController(cluster, ref):
+        promoted = traffic(cluster, namespace, route_namespace=infra).run("promote")
+        assert promoted.weights == {"a": 100, "b": 0} and replicas(cluster, namespace, "shop-a") == 4
+        ship(cluster, tmp_path, namespace, "2.0.0")
+        step = traffic(cluster, namespace, route_namespace=infra).run("step", 50)
+    assert step.weights == {"a": 50, "b": 50} and step.route["accepted"] == "accepted"
+    assert weights(rule(read(cluster, ref), "app")) == {"a": 50, "b": 50}
+    assert weights(rule(read(cluster, ref), "testers")) == {"a": 0, "b": 100}
+    assert replicas(cluster, namespace, "shop-b") == 2
+    status = traffic(cluster, namespace, route_namespace=infra).run("status")
+    assert status.weights == {"a": 50, "b": 50} and status.route["namespace"] == infra
+
+
+def test_istio_finds_the_destination_rule_by_host_along_istios_lookup_path(cluster, namespace, namespaces, tmp_path):
+    """The VirtualService lives in the platform team's namespace and names the Service by its full host: the
+    DestinationRule is the one Istio uses for that host, whatever its name, looked up in the Services' namespace,
+    then the VirtualService's, then the root namespace; a missing one is refused naming the host, every namespace
+    searched and the rule to create."""
+    infra, root = namespaces, "t-root-" + uuid.uuid4().hex[:8]
+    host = "shop.%s.svc.cluster.local" % namespace
+    route = virtualservice(infra)
+    for entry in route["spec"]["http"]:
+        for target in entry["route"]:
+            if target["destination"]["host"] == "shop":
+                target["destination"]["host"] = host
+    create(cluster, route)
+    istio = dict(router="istio", proportional=False, route_namespace=infra, istio_root_namespace=root)
+    cluster.create_namespace(root)
+    try:
+        ship(cluster, tmp_path, namespace, "1.0.0", router="istio", proportional=False)
+        with pytest.raises(InputError) as missing:
+            traffic(cluster, namespace, **istio).run("promote")
+        text = str(missing.value)
+        assert text.startswith("VirtualService/%s/shop: no DestinationRule for host %s in namespace %s, %s or %s"
+                               % (infra, host, namespace, infra, root)), text
+        assert "create it in %s with metadata: {name: shop, namespace: %s}, spec: {host: %s, subsets: [{name: a" % (
+            namespace, namespace, host) in text and "nothing was changed" in text
+
+        rule = destination_rule(root)
+        rule["metadata"]["name"], rule["spec"]["host"] = "mesh-wide", host
+        create(cluster, rule)
+        assert traffic(cluster, namespace, **istio).run("promote").weights == {"a": 100, "b": 0}, "root namespace"
+
+        ship(cluster, tmp_path, namespace, "2.0.0", router="istio", proportional=False)
+        rule = destination_rule(infra, subsets=())
+        rule["metadata"]["name"], rule["spec"]["host"] = "gateway-side", host
+        create(cluster, rule)
+        with pytest.raises(InputError) as shadowed:
+            traffic(cluster, namespace, **istio).run("step", 30)
+        assert str(shadowed.value).startswith("DestinationRule/%s/gateway-side: subset a is missing; subset b is "
+                                              "missing" % infra), str(shadowed.value)
+
+        rule = destination_rule(namespace)
+        rule["metadata"]["name"] = "shop-slots"
+        create(cluster, rule)
+        step = traffic(cluster, namespace, **istio).run("step", 30)
+    finally:
+        cluster.delete_namespace(root)
+    http = {entry["name"]: entry for entry in read(cluster, routes.RouteRef("VirtualService", infra, "shop"))[
+        "spec"]["http"]}
+    assert {d["destination"]["subset"]: d["weight"] for d in http["app"]["route"]} == {"a": 70, "b": 30}
+    assert step.weights == {"a": 70, "b": 30}

@@ -125,3 +125,13 @@ def test_the_import_rules_are_read():
     assert allowed_imports("base") == {"base"}
     assert allowed_imports("rules") == {"base", "rules"}
     assert allowed_imports("tasks") == set(_packages())
+
+
+@pytest.mark.parametrize("folder", ["modules", "action"])
+def test_modules_and_action_plugins_call_only_the_tasks_entry_points(folder):
+    """A module is its documentation and a call to its entry point in tasks/; an action plugin hands the same entry
+    point to plugin_utils: no orchestration of their own."""
+    path = os.path.join(ROOT, "plugins", folder)
+    wrong = {name: sorted(imported_packages(os.path.join(path, name)) - {"tasks"})
+             for name in sorted(os.listdir(path)) if name.endswith(".py")}
+    assert {name: found for name, found in wrong.items() if found} == {}

@@ -17,7 +17,11 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import acceptance, routes
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_subsets, lookup_path
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio import service_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
+    Target, current_weights, set_weights)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "routes")
@@ -63,7 +67,7 @@ def expected(candidate, percent):
 def test_httproute_step_sets_only_the_slot_weights(candidate, percent):
     route = load("httproute.yaml")
     before = copy.deepcopy(route)
-    spec = routes.set_weights(route, "HTTPRoute", "shop", candidate, percent, testers=TESTERS)
+    spec = set_weights(route, "HTTPRoute", "shop", candidate, percent, testers=TESTERS)
     assert route == before, "the input route must not change"
     assert weights(rule_named(spec, "app")) == expected(candidate, percent)
     assert weights(rule_named(spec, "testers")) == expected(candidate, 100)
@@ -72,7 +76,7 @@ def test_httproute_step_sets_only_the_slot_weights(candidate, percent):
     assert without_weights(rule_named(spec, "testers")) == without_weights(rule_named(before["spec"], "testers"))
     assert [rule["name"] for rule in spec["rules"]] == ["testers", "static", "app"]
     assert {k: v for k, v in spec.items() if k != "rules"} == {k: v for k, v in before["spec"].items() if k != "rules"}
-    assert routes.current_weights(dict(route, spec=spec), "HTTPRoute", "shop", testers=TESTERS) == \
+    assert current_weights(dict(route, spec=spec), "HTTPRoute", "shop", testers=TESTERS) == \
         expected(candidate, percent)
 
 
@@ -80,7 +84,7 @@ def test_testers_rule_is_byte_identical_at_every_step():
     route = load("httproute.yaml")
     seen = set()
     for percent in STEPS:
-        spec = routes.set_weights(route, "HTTPRoute", "shop", "b", percent, testers=TESTERS)
+        spec = set_weights(route, "HTTPRoute", "shop", "b", percent, testers=TESTERS)
         seen.add(json.dumps(rule_named(spec, "testers"), sort_keys=False))
         route = dict(route, spec=spec)
     assert len(seen) == 1
@@ -91,14 +95,14 @@ def test_steps_do_not_depend_on_the_previous_step():
     route = load("httproute.yaml")
     stepped = route
     for percent in STEPS:
-        stepped = dict(stepped, spec=routes.set_weights(stepped, "HTTPRoute", "shop", "b", percent, testers=TESTERS))
-        assert stepped["spec"] == routes.set_weights(route, "HTTPRoute", "shop", "b", percent, testers=TESTERS)
+        stepped = dict(stepped, spec=set_weights(stepped, "HTTPRoute", "shop", "b", percent, testers=TESTERS))
+        assert stepped["spec"] == set_weights(route, "HTTPRoute", "shop", "b", percent, testers=TESTERS)
 
 
 def test_weights_already_set_give_the_same_spec():
     route = load("httproute.yaml")  # testers -> a, app a=100 b=0
-    assert routes.set_weights(route, "HTTPRoute", "shop", "a", 100, testers=TESTERS) == route["spec"]
-    assert routes.set_weights(route, "HTTPRoute", "shop", "b", 0, testers=TESTERS) != route["spec"]  # testers move
+    assert set_weights(route, "HTTPRoute", "shop", "a", 100, testers=TESTERS) == route["spec"]
+    assert set_weights(route, "HTTPRoute", "shop", "b", 0, testers=TESTERS) != route["spec"]  # testers move
 
 
 def test_other_backends_of_the_weighted_rule_keep_their_weights():
@@ -106,43 +110,55 @@ def test_other_backends_of_the_weighted_rule_keep_their_weights():
         {"name": "shop-legacy", "port": 80, "weight": 5},
         {"name": "shop-a", "port": 80},
         {"group": "", "kind": "Service", "name": "shop-b", "namespace": "shop", "port": 80}]}]}}
-    spec = routes.set_weights(route, "HTTPRoute", "shop", "b", 10)
+    spec = set_weights(route, "HTTPRoute", "shop", "b", 10)
     assert spec["rules"][0]["backendRefs"] == [
         {"name": "shop-legacy", "port": 80, "weight": 5},
         {"name": "shop-a", "port": 80, "weight": 90},
         {"group": "", "kind": "Service", "name": "shop-b", "namespace": "shop", "port": 80, "weight": 10}]
 
 
+def test_a_route_of_another_namespace_weighs_the_backends_naming_the_services_namespace():
+    route = {"metadata": {"name": "shop", "namespace": "infra"}, "spec": {"rules": [
+        {"backendRefs": [{"name": "shop-a", "port": 80}, {"name": "shop-b", "port": 80}]},
+        {"backendRefs": [{"name": "shop-a", "namespace": "shop-prod", "port": 80},
+                         {"name": "shop-b", "namespace": "shop-prod", "port": 80, "weight": 0}]}]}}
+    spec = set_weights(route, "HTTPRoute", "shop", "b", 10, namespace="shop-prod")
+    assert spec["rules"][0] == route["spec"]["rules"][0], "the Services shop-a and shop-b of infra: not the slots"
+    assert weights(spec["rules"][1]) == {"a": 90, "b": 10}
+    assert current_weights(route, "HTTPRoute", "shop", namespace="shop-prod") == {"a": 1, "b": 0}
+    assert current_weights(route, "HTTPRoute", "shop") == {"a": 1, "b": 1}, "default: the route's namespace"
+
+
 def test_every_rule_with_both_slots_is_weighted():
     rule = {"backendRefs": [{"name": "shop-a", "port": 80}, {"name": "shop-b", "port": 80}]}
     route = {"metadata": {"name": "shop", "namespace": "shop"},
              "spec": {"rules": [dict(rule, matches=[{"path": {"type": "PathPrefix", "value": "/api"}}]), rule]}}
-    spec = routes.set_weights(route, "HTTPRoute", "shop", "a", 50)
+    spec = set_weights(route, "HTTPRoute", "shop", "a", 50)
     assert [weights(r) for r in spec["rules"]] == [{"a": 50, "b": 50}, {"a": 50, "b": 50}]
 
 
 def test_without_testers_the_header_rule_is_just_another_weighted_rule():
     route = load("httproute.yaml")
-    spec = routes.set_weights(route, "HTTPRoute", "shop", "b", 10)
+    spec = set_weights(route, "HTTPRoute", "shop", "b", 10)
     assert weights(rule_named(spec, "testers")) == {"a": 90, "b": 10}
     # current_weights reads the first weighted rule: give the testers to skip theirs
-    assert routes.current_weights(route, "HTTPRoute", "shop") == {"a": 100, "b": 0}
-    stepped = dict(route, spec=routes.set_weights(route, "HTTPRoute", "shop", "b", 10, testers=TESTERS))
-    assert routes.current_weights(stepped, "HTTPRoute", "shop") == {"a": 0, "b": 100}
-    assert routes.current_weights(stepped, "HTTPRoute", "shop", testers=TESTERS) == {"a": 90, "b": 10}
+    assert current_weights(route, "HTTPRoute", "shop") == {"a": 100, "b": 0}
+    stepped = dict(route, spec=set_weights(route, "HTTPRoute", "shop", "b", 10, testers=TESTERS))
+    assert current_weights(stepped, "HTTPRoute", "shop") == {"a": 0, "b": 100}
+    assert current_weights(stepped, "HTTPRoute", "shop", testers=TESTERS) == {"a": 90, "b": 10}
 
 
 def test_testers_header_name_is_case_insensitive_and_value_optional():
     route = load("httproute.yaml")  # the stored header name is X-Canary
     for testers in ({"name": "X-CANARY", "value": "always"}, {"name": "x-canary"}, {"name": "x-canary", "value": ""}):
-        spec = routes.set_weights(route, "HTTPRoute", "shop", "b", 10, testers=testers)
+        spec = set_weights(route, "HTTPRoute", "shop", "b", 10, testers=testers)
         assert weights(rule_named(spec, "testers")) == {"a": 0, "b": 100}
 
 
 def test_a_backend_without_weight_has_weight_one():
     route = {"metadata": {"name": "shop", "namespace": "shop"},
              "spec": {"rules": [{"backendRefs": [{"name": "shop-a", "port": 80}, {"name": "shop-b", "port": 80}]}]}}
-    assert routes.current_weights(route, "HTTPRoute", "shop") == {"a": 1, "b": 1}
+    assert current_weights(route, "HTTPRoute", "shop") == {"a": 1, "b": 1}
 
 
 # ------------------------------------------------------------------------------------------- GRPCRoute
@@ -152,7 +168,7 @@ def test_a_backend_without_weight_has_weight_one():
 def test_grpcroute_step(candidate, percent):
     route = load("grpcroute.yaml")
     before = copy.deepcopy(route)
-    spec = routes.set_weights(route, "GRPCRoute", "orders", candidate, percent, testers=TESTERS)
+    spec = set_weights(route, "GRPCRoute", "orders", candidate, percent, testers=TESTERS)
     assert route == before
     testers, weighted, health = spec["rules"]
     assert weights(weighted, "orders") == expected(candidate, percent)
@@ -164,8 +180,8 @@ def test_grpcroute_step(candidate, percent):
 
 def test_grpcroute_current_weights():
     route = load("grpcroute.yaml")
-    assert routes.current_weights(route, "GRPCRoute", "orders") == {"a": 1, "b": 1}  # the testers rule, stored 1/1
-    assert routes.current_weights(route, "GRPCRoute", "orders", testers=TESTERS) == {"a": 100, "b": 0}
+    assert current_weights(route, "GRPCRoute", "orders") == {"a": 1, "b": 1}  # the testers rule, stored 1/1
+    assert current_weights(route, "GRPCRoute", "orders", testers=TESTERS) == {"a": 100, "b": 0}
 
 
 # ------------------------------------------------------------------------------------------- VirtualService
@@ -179,7 +195,7 @@ def destinations(entry):
 def test_virtualservice_step(candidate, percent):
     route = load("virtualservice.yaml")
     before = copy.deepcopy(route)
-    spec = routes.set_weights(route, "VirtualService", "shop", candidate, percent, testers=TESTERS)
+    spec = set_weights(route, "VirtualService", "shop", candidate, percent, testers=TESTERS)
     assert route == before
     testers, static, app = spec["http"]
     assert destinations(app) == expected(candidate, percent)
@@ -188,7 +204,7 @@ def test_virtualservice_step(candidate, percent):
     assert static == before["spec"]["http"][1]
     assert without_weights(app) == without_weights(before["spec"]["http"][2])
     assert {k: v for k, v in spec.items() if k != "http"} == {k: v for k, v in before["spec"].items() if k != "http"}
-    assert routes.current_weights(dict(route, spec=spec), "VirtualService", "shop", testers=TESTERS) == \
+    assert current_weights(dict(route, spec=spec), "VirtualService", "shop", testers=TESTERS) == \
         expected(candidate, percent)
 
 
@@ -196,15 +212,34 @@ def test_virtualservice_without_weights_reads_zero():
     route = {"metadata": {"name": "shop", "namespace": "shop"}, "spec": {"http": [{"route": [
         {"destination": {"host": "shop", "subset": "a"}, "weight": 100},
         {"destination": {"host": "shop", "subset": "b"}}]}]}}
-    assert routes.current_weights(route, "VirtualService", "shop") == {"a": 100, "b": 0}
+    assert current_weights(route, "VirtualService", "shop") == {"a": 100, "b": 0}
 
 
-@pytest.mark.parametrize("host, ok", [
-    ("shop", True), ("shop.shop", True), ("shop.shop.svc", True), ("shop.shop.svc.cluster.local", True),
-    ("shopfront", False), ("other.shop", False), ("shop.shop.svc.cluster", False), ("shop.example.com", False),
-    ("", False), (None, False)])
-def test_service_hosts(host, ok):
-    assert routes.is_service_host(host, "shop") is ok
+@pytest.mark.parametrize("host, service", [
+    ("shop", ("shop", "mesh")), ("shop.shop", ("shop", "shop")), ("shop.shop.svc", ("shop", "shop")),
+    ("shop.shop-prod.svc.cluster.local", ("shop", "shop-prod")), ("shopfront", ("shopfront", "mesh")),
+    ("shop.shop.svc.cluster", None), ("shop.example.com", None), ("", None), (None, None), (".shop", None)])
+def test_service_hosts_are_read_in_the_namespace_of_the_object_writing_them(host, service):
+    assert service_of(host, "mesh") == service
+
+
+def test_a_virtualservice_of_another_namespace_weighs_the_host_of_the_services_namespace():
+    route = {"metadata": {"name": "shop", "namespace": "mesh"}, "spec": {"http": [
+        {"name": "short", "route": [{"destination": {"host": "shop", "subset": "a"}, "weight": 100},
+                                    {"destination": {"host": "shop", "subset": "b"}, "weight": 0}]},
+        {"name": "full", "route": [
+            {"destination": {"host": "shop.shop-prod.svc.cluster.local", "subset": "a"}, "weight": 100},
+            {"destination": {"host": "shop.shop-prod.svc.cluster.local", "subset": "b"}, "weight": 0}]}]}}
+    spec = set_weights(route, "VirtualService", "shop", "b", 30, namespace="shop-prod")
+    assert spec["http"][0] == route["spec"]["http"][0], "shop read in mesh: shop.mesh, not the release's Service"
+    assert [target["weight"] for target in spec["http"][1]["route"]] == [70, 30]
+    with pytest.raises(InputError) as caught:
+        set_weights(dict(route, spec={"http": route["spec"]["http"][:1]}), "VirtualService", "shop", "b", 30,
+                    namespace="shop-prod")
+    text = str(caught.value)
+    assert "no http entry lists both subset a of host shop.shop-prod.svc.cluster.local and subset b of host " \
+           "shop.shop-prod.svc.cluster.local" in text and "it names shop instead" in text
+    assert "a short host names a Service of the VirtualService's namespace mesh" in text
 
 
 # ------------------------------------------------------------------------------------------- refusals
@@ -214,8 +249,8 @@ def test_refusals(case):
     route = case["route"]
     before = copy.deepcopy(route)
     with pytest.raises(InputError) as caught:
-        routes.set_weights(route, case.get("kind", "HTTPRoute"), case.get("service", "shop"),
-                           case.get("candidate", "b"), case.get("percent", 10), testers=case.get("testers"))
+        set_weights(route, case.get("kind", "HTTPRoute"), case.get("service", "shop"), case.get("candidate", "b"),
+                    case.get("percent", 10), testers=case.get("testers"), namespace=case.get("namespace"))
     for text in case["error"]:
         assert text in str(caught.value)
     assert route == before
@@ -226,36 +261,49 @@ def test_current_weights_refuses_a_route_without_both_slots():
              "spec": {"rules": [{"backendRefs": [{"name": "shop-a", "port": 80}]}]}}
     with pytest.raises(InputError, match=r"HTTPRoute/shop/shop: no rule lists both shop-a and shop-b "
                                          r"\(shop-b missing\)"):
-        routes.current_weights(route, "HTTPRoute", "shop")
+        current_weights(route, "HTTPRoute", "shop")
 
 
 # ------------------------------------------------------------------------------------------- DestinationRule
 
+SHOP = Target("VirtualService", "shop", "shop", "shop")
+
+
 def test_destination_rule_with_both_subsets():
-    routes.check_destination_rule(load("destinationrule.yaml"), "shop")
+    check_subsets([load("destinationrule.yaml")], SHOP)
 
 
 @pytest.mark.parametrize("change, message", [
     (lambda spec: spec["subsets"].pop(), "DestinationRule/shop/shop: subset b is missing"),
     (lambda spec: spec.pop("subsets"), "subset a is missing; subset b is missing"),
     (lambda spec: spec["subsets"][0].update(labels={"version": "v1"}),
-     'subset a must select manent.io/track: a, has labels {"version": "v1"}'),
-    (lambda spec: spec["subsets"][1]["labels"].update({"manent.io/track": "a"}), "subset b must select"),
-    (lambda spec: spec.update(host="shopfront"), "its host 'shopfront' is not the service shop"),
+     'subset a of DestinationRule/shop/shop must select manent.io/track: a, has labels {"version": "v1"}'),
+    (lambda spec: spec["subsets"][1]["labels"].update({"manent.io/track": "a"}), "subset b of"),
 ])
 def test_destination_rule_refusals(change, message):
     dr = load("destinationrule.yaml")
     change(dr["spec"])
     with pytest.raises(InputError) as caught:
-        routes.check_destination_rule(dr, "shop")
+        check_subsets([dr], SHOP)
     assert message in str(caught.value)
-    assert "{name: a, labels: {manent.io/track: a}}" in str(caught.value)
+    assert "must read spec: {host: shop.shop.svc.cluster.local, subsets: [{name: a, labels: {manent.io/track: a}}" \
+        in str(caught.value)
 
 
-def test_destination_rule_not_found():
-    with pytest.raises(InputError, match=r"DestinationRule/shop/shop: not found: Istio rollouts need a "
-                                         r"DestinationRule for host shop \(create it with spec: \{host: shop"):
-        routes.check_destination_rule(None, "shop", namespace="shop")
+def test_destination_rules_of_one_host_are_merged_the_first_created_winning():
+    first, second = load("destinationrule.yaml"), load("destinationrule.yaml")
+    first["spec"]["subsets"].pop()  # a only
+    second["metadata"].update(name="shop-more", creationTimestamp="2026-12-01T00:00:00Z")
+    second["spec"]["subsets"][0]["labels"] = {"version": "v1"}  # its a is shadowed by the first's
+    check_subsets([second, first], SHOP)
+    first["spec"]["subsets"][0]["labels"] = {"version": "v1"}
+    with pytest.raises(InputError, match="subset a of DestinationRule/shop/shop must select"):
+        check_subsets([second, first], SHOP)
+
+
+def test_the_destination_rule_lookup_path():
+    assert lookup_path(Target("VirtualService", "shop", "mesh", "shop-prod")) == ["shop-prod", "mesh", "istio-system"]
+    assert lookup_path(Target("VirtualService", "shop", "shop", "shop"), "istio-config") == ["shop", "istio-config"]
 
 
 # ------------------------------------------------------------------------------------------- acceptance
@@ -265,7 +313,7 @@ def test_acceptance(case):
     route = {"metadata": {"name": "shop", "namespace": "shop", "generation": case["generation"]}}
     if case["status"] is not None:
         route["status"] = case["status"]
-    state, reasons = routes.acceptance(route, case["generation"], case.get("tolerate", ()))
+    state, reasons = acceptance.acceptance(route, case["generation"], case.get("tolerate", ()))
     assert state == case["expect"]["state"]
     joined = "; ".join(reasons)
     assert bool(reasons) == bool(case["expect"]["reasons"])
@@ -275,8 +323,8 @@ def test_acceptance(case):
 
 def test_acceptance_of_the_recorded_route():
     route = load("httproute.yaml")
-    assert routes.acceptance(route, 1) == ("accepted", [])
-    assert routes.acceptance(route, 2)[0] == "pending"
+    assert acceptance.acceptance(route, 1) == ("accepted", [])
+    assert acceptance.acceptance(route, 2)[0] == "pending"
 
 
 # ------------------------------------------------------------------------------------------- wait_accepted
@@ -324,7 +372,7 @@ def with_status(accepted="True", generation=2, resolved="True"):
 def test_wait_accepted_polls_until_the_generation_is_accepted():
     clock = FakeClock()
     kube = ScriptedKube(with_status(generation=1), with_status(generation=1), with_status(generation=2))
-    assert routes.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"
+    assert acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"
     assert clock.sleeps == [1.0, 1.0]
     assert kube.paths[0] == "/apis/gateway.networking.k8s.io/v1/namespaces/shop/httproutes/shop"
 
@@ -333,7 +381,7 @@ def test_wait_accepted_stops_at_once_when_rejected():
     clock = FakeClock()
     kube = ScriptedKube(with_status(accepted="False", generation=2))
     with pytest.raises(WaitError) as caught:
-        routes.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep)
+        acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep)
     assert caught.value.permanent
     assert clock.sleeps == []
     assert "HTTPRoute/shop/shop: generation 2 was rejected: parent Gateway/gateways/public/https" in str(caught.value)
@@ -344,7 +392,7 @@ def test_wait_accepted_times_out_naming_generation_and_parents():
     clock = FakeClock()
     kube = ScriptedKube(with_status(generation=1))
     with pytest.raises(WaitError) as caught:
-        routes.wait_accepted(kube, REF, 2, 5, interval=2, clock=clock.clock, sleep=clock.sleep)
+        acceptance.wait_accepted(kube, REF, 2, 5, interval=2, clock=clock.clock, sleep=clock.sleep)
     text = str(caught.value)
     assert not caught.value.permanent
     assert clock.sleeps == [2, 2, 1]
@@ -361,21 +409,21 @@ def test_wait_accepted_returns_no_status_at_the_deadline_unless_required():
     route = load("httproute.yaml")
     route.pop("status")
     clock = FakeClock()
-    assert routes.wait_accepted(ScriptedKube(route), REF, 1, 3, clock=clock.clock, sleep=clock.sleep) == "no-status"
+    assert acceptance.wait_accepted(ScriptedKube(route), REF, 1, 3, clock=clock.clock, sleep=clock.sleep) == "no-status"
     assert clock.now == 103.0
     with pytest.raises(WaitError, match="generation 1 not accepted after 3s: no controller reported a status"):
-        routes.wait_accepted(ScriptedKube(route), REF, 1, 3, clock=clock.clock, sleep=clock.sleep,
-                             require_status=True)
+        acceptance.wait_accepted(ScriptedKube(route), REF, 1, 3, clock=clock.clock, sleep=clock.sleep,
+                                 require_status=True)
 
 
 def test_wait_accepted_rides_out_a_transient_error():
     clock = FakeClock()
     kube = ScriptedKube(with_status(generation=1), ApiError("etcd leader changed", status=503, transient=True),
                         with_status(generation=2))
-    assert routes.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"
+    assert acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"
     with pytest.raises(ApiError, match="forbidden"):
-        routes.wait_accepted(ScriptedKube(ApiError("forbidden", status=403)), REF, 2, 30, clock=clock.clock,
-                             sleep=clock.sleep)
+        acceptance.wait_accepted(ScriptedKube(ApiError("forbidden", status=403)), REF, 2, 30, clock=clock.clock,
+                                 sleep=clock.sleep)
 
 
 # ------------------------------------------------------------------------------------------- refs
