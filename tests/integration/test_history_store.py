@@ -334,7 +334,7 @@ class _Counting:
 def test_remembered_versions_spare_reads_but_never_decide_alone(cluster, namespace):
     """The history client starts a write from the version it last read or wrote (no GET before the PUT); a stale
     version only costs a 409 and a re-read, and "locked by someone else" or "nothing to do" is decided on a fresh
-    read (history_client.py)."""
+    read (history/client.py)."""
     kube = _Counting(cluster.kube)
     other = store(cluster, namespace, holder="other", now=at(T0))
     other.acquire()

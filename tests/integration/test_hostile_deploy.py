@@ -231,7 +231,7 @@ TAMPER = [
 ]
 # Relabelled, a record leaves the list audit reads (records are found by their labels); rollback reads it by name.
 # A cluster-scoped object is no sign of tampering for audit (charts have ClusterRoles); a rollback writes one only
-# when the record's anchor vouches for it (history_anchor.py), and this release never anchored any.
+# when the record's anchor vouches for it (history/anchor.py), and this release never anchored any.
 ROLLBACK_ONLY = [
     ("history: record relabelled as another release's", lambda cm, ns: cm["metadata"]["labels"].update(
         {"manent.io/application": "billing"}), ("labels name another release",)),

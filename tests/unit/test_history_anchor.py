@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Anchors of history records (history_anchor.py): the digest of a record's cluster-scoped objects, kept on the
+"""Anchors of history records (history/anchor.py): the digest of a record's cluster-scoped objects, kept on the
 release Namespace, that lets a rollback trust them. The rollback's use of it runs against real clusters
 (tests/integration/test_hostile_deploy.py)."""
 

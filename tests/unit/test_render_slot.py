@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""render.py and the traffic slot: the slot reaches helm only when given, and the deploy id tells them apart."""
+"""render/pipeline.py and the traffic slot: the slot reaches helm only when given, and the deploy id tells them apart."""
 
 from __future__ import annotations
 

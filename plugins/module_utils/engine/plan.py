@@ -111,7 +111,7 @@ class Planner:
     def _release_namespace(self, bundle, store):
         """True when the release namespace must be created (create_namespace); a missing namespace that
         neither the bundle nor the options create is an error before any write. The Namespace read goes to
-        ``store`` (whether the release key has anchors: history_anchor.py)."""
+        ``store`` (whether the release key has anchors: history/anchor.py)."""
         if any(o.get("kind") == "Namespace" and o.get("apiVersion") == "v1" and
                (o.get("metadata") or {}).get("name") == bundle.namespace for o in bundle.objects):
             return False

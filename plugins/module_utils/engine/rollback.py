@@ -12,7 +12,7 @@ history rewrite would (apiconvert.py, and said so); one that cannot be converted
 change. Releases of traffic slots are not rolled back this way (manent_traffic does).
 
 History is writable by whoever may edit ConfigMaps in the release namespace, so a rollback writes cluster-scoped
-objects as stored only when the record's anchor vouches for them (history_anchor.py); otherwise only those the
+objects as stored only when the record's anchor vouches for them (history/anchor.py); otherwise only those the
 cluster already holds exactly, and it stops before any change naming the others (unless told to trust the
 history: ``restore_cluster_scoped``). Objects in other namespaces are refused when the record is read
 (history/record_check.py).
@@ -123,7 +123,7 @@ def map_for_cluster(objects, cluster):
 
 def check_cluster_scoped(deployer, namespace, key, version, stored, objects, previous):
     """What history cannot be trusted with in the rollback to ``version``: cluster-scoped objects, unless the
-    record's anchor vouches for it (history_anchor.py). ``objects`` are the record's ``stored`` objects made
+    record's anchor vouches for it (history/anchor.py). ``objects`` are the record's ``stored`` objects made
     usable on the cluster, ``previous`` those the rollback may prune.
 
     Raises HistoryError, before any change, when the rollback would create or change a cluster-scoped object

@@ -81,7 +81,7 @@ class Records:
         return name
 
     def _anchor(self, release, objects):
-        """Anchor the cluster-scoped objects of the record just written on the release Namespace (history_anchor.py:
+        """Anchor the cluster-scoped objects of the record just written on the release Namespace (history/anchor.py:
         what lets a rollback restore them as stored); a note when it could not."""
         if not self.client.anchoring:
             return

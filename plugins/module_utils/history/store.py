@@ -94,11 +94,11 @@ class HistoryStore:
 
     # records
     def know_namespace(self, namespace_obj):
-        """The release Namespace as the deploy read it: whether this release key has anchors (history_anchor.py)."""
+        """The release Namespace as the deploy read it: whether this release key has anchors (history/anchor.py)."""
         self._client.namespace_object = namespace_obj
 
     def anchor_records(self, anchoring):
-        """Whether the records this store writes are anchored (history_anchor.py; default True). A rollback to a
+        """Whether the records this store writes are anchored (history/anchor.py; default True). A rollback to a
         record the anchor did not vouch for writes it again without anchoring it: that would vouch for it."""
         self._client.anchoring = anchoring
 
