@@ -19,11 +19,12 @@ ansible-playbook and every process it waited for), the peak memory of its proces
 forks count once) and of the parent alone (RSS), the API requests of each cluster (from its proxy), each cluster's
 deploy seconds (the summary file), and the load average before and after.
 
-Per fleet size and run, in fresh namespaces: first install of the sample app (examples/artifacts/shop.yaml, 5
+Per fleet size and run, in fresh namespaces: first install of the sample app (examples/artifacts/shop.yaml, 4
 objects, 1 replica), nothing changed, one image changed; at --big-at clusters also a 300-object release
-(bench/gen.py: first install, nothing changed); at --delay-at clusters also nothing changed with 50 ms added to
-every round trip (the 300-object cells in the first --big-runs runs only). Size 1 is the reference for the requests per cluster. The namespaces are deleted after each
-size (not timed). Runs interleave the sizes, so a slow spell of the shared machine does not fall on one size.
+(bench/gen.py: first install, nothing changed; in the first --big-runs runs only); at --delay-at clusters also
+nothing changed with 50 ms added to every round trip. Size 1 is the reference for the requests per cluster. The
+namespaces are deleted after each size (not timed). Runs interleave the sizes, so a slow spell of the shared machine
+does not fall on one size.
 
 Clusters: the inventory's (start dedicated ones, e.g. `python hack/clusters.py up --dir /tmp/fleet-cl
 --base-port 18400 --topology fl-1/fl-1a`; the bench never starts or stops clusters).
@@ -38,6 +39,7 @@ import os
 import platform
 import resource
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -86,8 +88,8 @@ def artifacts(workdir):
         path = os.path.join(workdir, "%s-%s.yaml" % (name, version))
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
-        out[name] = {"type": "kubernetes", "name": "fleet-" + name.split("-")[0], "version": version, "source": path,
-                     "sha256": sha256(path)}
+        out[name] = {"type": "kubernetes", "name": "fleet-" + name.split("-", maxsplit=1)[0], "version": version,
+                     "source": path, "sha256": sha256(path)}
     return out
 
 
@@ -383,7 +385,7 @@ def section(meta_, med, before=None):
              "Each inventory host is its own cluster as the role sees it: its own API server URL (a loopback port of "
              "hack/tcpproxy.py, which counts the requests, in front of %d local API server(s)), its own release "
              "namespace (host variable) and history; 2 regions, so 2 waves. playbooks/deploy.yml as users run it, "
-             "forks %s and deploy_parallel %s, deploy_checkpoint_fields [version]; the sample app (5 objects, one "
+             "forks %s and deploy_parallel %s, deploy_checkpoint_fields [version]; the sample app (4 objects, one "
              "Deployment of 1 replica). Medians of %s runs; controller CPU is user + system of ansible-playbook and "
              "every process it waited for, peak memory the proportional set size of its process tree (pages shared "
              "by the forks counted once), parent the ansible-playbook process alone." % (
@@ -455,7 +457,8 @@ def cmd_serve(args):
     ports = group.start()
     inventory = os.path.abspath(args.write)
     write_inventory(inventory, clusters, ports, args.size, args.prefix)
-    print("inventory: %s (%d hosts); interrupt to stop" % (inventory, args.size), flush=True)
+    print("inventory: %s (%d hosts); interrupt or terminate to stop" % (inventory, args.size), flush=True)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM too (SIGINT is ignored under nohup)
     try:
         while True:
             time.sleep(3600)

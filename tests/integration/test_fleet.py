@@ -84,4 +84,3 @@ def test_two_hosts_for_one_namespace_of_one_cluster_stop_the_run_before_any_writ
         in run.output, run.explain()
     assert "Deploy | Render the release" not in run.output, run.explain()  # no cluster was contacted
     assert cluster.get("v1", "Namespace", None, namespace) is None  # not even the namespace was created
-

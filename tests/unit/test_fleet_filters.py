@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges, manent_summary_lines
-from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import (cluster_url, manent_preflight,
-                                                                                 manent_shared_targets)
+from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import (
+    cluster_url, manent_preflight, manent_shared_targets)
 
 GOOD = {"environment": "prod", "application": "shop", "namespace": "shop-prod", "keep_releases": 5, "parallel": "2",
         "wait_timeout": "1m30s", "wave_by": "region", "host": "eu1a", "api_server": "https://k8s.example.com",
