@@ -351,6 +351,6 @@ def test_the_fleet_section_is_kept_when_report_py_writes_benchmarks_md():
     section = fleet.section({"commit": "abc", "runs": 3, "forks": 50}, fleet.medians([_fleet(10, "noop", 8.0, 1, 16)]))
     old = fleet.splice("# Benchmarks\n\nold tables\n", section)
     assert old.count(fleet.BEGIN) == 1 and "| 10 | nothing changed |" in old
-    assert fleet.keep_section(old, "# Benchmarks\n\nnew tables\n") == fleet.splice("# Benchmarks\n\nnew tables\n",
-                                                                                    section)
+    new = "# Benchmarks\n\nnew tables\n"
+    assert fleet.keep_section(old, new) == fleet.splice(new, section)
     assert fleet.splice(old, section) == old  # replaced in place, not appended again
