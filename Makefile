@@ -106,7 +106,8 @@ clean: clusters-down prometheus-down ## stop clusters and the Prometheus rig, re
 BENCH_VENV ?= $(CACHE)/bench-venv-py$(PYTHON_VERSION)-$(shell sha256sum bench/requirements.txt | cut -c1-12)
 BENCH_PY := $(BENCH_VENV)/bin/python
 BENCH_ARGS ?=
-.PHONY: bench bench-quick bench-tools
+FLEET_ARGS ?=
+.PHONY: bench bench-quick bench-tools bench-fleet
 
 $(BENCH_PY): bench/requirements.txt
 	@test -n "$(PYTHON)" || { bash hack/python.sh $(PYTHON_VERSION); exit 1; }
@@ -122,6 +123,13 @@ bench: venv bench-tools collection-link $(BENCH_PY) ## manent vs kubectl, Helm 3
 
 bench-quick: venv bench-tools collection-link $(BENCH_PY) ## the same at 30 and 300 objects only
 	$(BENCH_PY) bench/bench.py run --sizes 30,300 --clusters-python $(VPY) --command-line "make bench-quick$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(BENCH_ARGS)
+
+# 10, 30 and 100 inventory hosts, each its own cluster behind a loopback proxy of one dedicated API server (started
+# here at ports 18400+, proxies at 18500+, stopped at the end) -> the fleet section of BENCHMARKS.md, docs/bench-fleet.png
+bench-fleet: venv tools collection-link $(BENCH_PY) ## controller cost per cluster on fleets of 10/30/100 clusters
+	$(VPY) hack/clusters.py up --dir $(CACHE)/work/bench-fleet-clusters --base-port 18400 --topology fl-1/fl-1a --controller-qps 200
+	$(BENCH_PY) bench/fleet.py run --inventory $(CACHE)/work/bench-fleet-clusters/inventory.yml --keep --args-text "$(FLEET_ARGS)" $(FLEET_ARGS); \
+	  rc=$$?; $(VPY) hack/clusters.py down --dir $(CACHE)/work/bench-fleet-clusters; exit $$rc
 
 # --- soak (issue 14: randomized faults on dedicated clusters; not part of make test) ----------------------
 SOAK_ROUNDS ?= 25

@@ -88,6 +88,14 @@ class Sampler(threading.Thread):
             self.stop.wait(self.every)
 
 
+def summary_targets(path):
+    """The targets of the role's summary file (deploy_summary_file), [] when the run wrote none."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle).get("targets", [])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--inventory", required=True)
@@ -128,10 +136,7 @@ def main(argv=None):
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     sampler.stop.set()
     sampler.join()
-    targets = []
-    if os.path.exists(extra["deploy_summary_file"]):
-        with open(extra["deploy_summary_file"], encoding="utf-8") as handle:
-            targets = json.load(handle).get("targets", [])
+    targets = summary_targets(extra["deploy_summary_file"])
     clusters = len(targets) or 1
     print(json.dumps({
         "rc": rc, "clusters": len(targets), "forks": args.forks, "deploy_parallel": args.parallel,

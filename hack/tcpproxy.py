@@ -49,6 +49,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pki  # noqa: E402  pylint: disable=wrong-import-position
@@ -400,23 +401,66 @@ class Proxy:
         if self._loop:
             self._loop.call_soon_threadsafe(_do)
 
+    def _close(self):
+        """On the loop's thread: stop listening, reset every connection, end the serving task."""
+        if self._server:
+            self._server.close()
+        for w in list(self._writers):
+            _abort(w)
+        self._main.cancel()
+
     def stop(self):
         if not self._loop:
             return
-
-        def _do():
-            if self._server:
-                self._server.close()
-            for w in list(self._writers):
-                _abort(w)
-            self._main.cancel()
-        self._loop.call_soon_threadsafe(_do)
+        self._loop.call_soon_threadsafe(self._close)
         if self._thread:
             self._thread.join(10)
 
     @property
     def url(self):
         return "%s://127.0.0.1:%d" % ("https" if self.tls_dir else "tcp", self.port)
+
+
+class ProxyGroup:
+    """Many proxies on one event loop and one thread (a hundred proxies without a hundred threads): ``start()``
+    listens on every proxy's port, ``stop()`` ends them all. Each proxy keeps its own settings and stats."""
+
+    def __init__(self, proxies):
+        self.proxies = list(proxies)
+        self._loop = None
+        self._thread = None
+
+    def start(self, timeout=30):
+        async def _all():
+            await asyncio.gather(*(p._main for p in self.proxies))
+
+        def _target():
+            self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
+            for proxy in self.proxies:
+                proxy._loop = self._loop
+                proxy._main = self._loop.create_task(proxy._serve())
+            try:
+                self._loop.run_until_complete(_all())
+            except (asyncio.CancelledError, Exception):  # pylint: disable=broad-except
+                pass
+            finally:
+                self.proxies[0]._shutdown()  # one loop: closing it once ends every proxy's tasks
+        self._thread = threading.Thread(target=_target, name="tcpproxy-group", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        for proxy in self.proxies:
+            if not proxy._ready.wait(max(0.1, deadline - time.monotonic())) or proxy.port is None:
+                raise RuntimeError("tcpproxy did not start listening on %s:%s" % proxy.listen)
+        return [p.port for p in self.proxies]
+
+    def stop(self):
+        if not self._loop:
+            return
+
+        for proxy in self.proxies:
+            self._loop.call_soon_threadsafe(proxy._close)
+        self._thread.join(10)
 
 
 def main(argv=None):

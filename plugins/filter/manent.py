@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -32,6 +33,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests imp
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
+GROUP_OVER = 10  # the summary of more clusters is grouped by outcome
+NUMBERED = re.compile(r"^(.*?)([0-9]+)(\D*)$")  # a host name's last number (c001, k8s-7.example.com)
 SUMMARY_HEADER = ["host", "status", "version", "previous", "objects", "changes", "pruned", "seconds"]
 CHECKPOINT_HEADER = ["host", None, "version in service", "deployment"]  # None: the wave variable's name
 HISTORY_HEADER = ["host", None, "in service", "deployment", "records (newest first)"]
@@ -98,21 +101,75 @@ def manent_waves(hosts, values, order=()):
     return {"keys": keys, "waves": waves, "number": number}
 
 
-def manent_summary_lines(summary):
-    """One row per cluster of ``summary`` ({host: result}), then a note per message or unverified objects."""
+def _summary_row(result):
+    """The columns of one cluster's result after the host: status, version, previous, objects, changes, pruned."""
+    counts = result.get("counts") or {}
+    changes = " ".join("%s:%s" % item for item in sorted(counts.items(), key=lambda kv: str(kv[0]).lower()))
+    return [result.get("status", ""), result.get("version") or "-", result.get("previous") or "-",
+            result.get("objects", "-"), changes or "-", len(result.get("pruned") or [])]
+
+
+def manent_summary_lines(summary, group_over=GROUP_OVER):
+    """One row per cluster of ``summary`` ({host: result}), then a note per message or unverified objects. Over
+    ``group_over`` clusters, one row per outcome instead (manent_summary_groups)."""
+    summary = {host: result or {"status": "not started"} for host, result in (summary or {}).items()}
+    if len(summary) > _int(group_over):
+        return manent_summary_groups(summary)
     rows, notes = [SUMMARY_HEADER], []
-    for host, result in (summary or {}).items():
-        result = result or {"status": "not started"}
-        counts = result.get("counts") or {}
-        changes = " ".join("%s:%s" % item for item in sorted(counts.items(), key=lambda kv: str(kv[0]).lower()))
-        rows.append([host, result.get("status", ""), result.get("version") or "-", result.get("previous") or "-",
-                     result.get("objects", "-"), changes or "-", len(result.get("pruned") or []),
-                     result.get("seconds", "-")])
+    for host, result in summary.items():
+        rows.append([host] + _summary_row(result) + [result.get("seconds", "-")])
         if result.get("message"):
             notes.append("%s: %s" % (host, result["message"]))
         if _int(result.get("objects_skipped", 0)) > 0:
             notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
     return _lines(rows, notes)
+
+
+def manent_summary_groups(summary):
+    """The summary of many clusters: one row per outcome (status, versions, objects, changes, pruned), failures
+    first, with how many clusters, their deploy seconds (least to most) and their names (runs of numbered names
+    as ranges); then each message once, with the clusters that reported it."""
+    groups, messages, skipped = {}, {}, {}
+    for host, result in summary.items():
+        key = tuple(str(cell) for cell in _summary_row(result))
+        groups.setdefault(key, []).append((host, result.get("seconds")))
+        if result.get("message"):
+            messages.setdefault(str(result["message"]), []).append(host)
+        if _int(result.get("objects_skipped", 0)) > 0:
+            skipped.setdefault(str(result["objects_skipped"]), []).append(host)
+    order = sorted(groups, key=lambda key: key[0] != "failed")  # stable: otherwise in order of first appearance
+    rows = [["clusters"] + SUMMARY_HEADER[1:] + ["hosts"]]
+    for key in order:
+        seconds = [float(s) for _host, s in groups[key] if isinstance(s, (int, float))]
+        shown = "-" if not seconds else ("%g" % seconds[0] if len(seconds) == 1
+                                         else "%g-%g" % (min(seconds), max(seconds)))
+        rows.append([len(groups[key])] + list(key) + [shown, host_ranges([h for h, _s in groups[key]])])
+    notes = ["%s: %s" % (host_ranges(hosts), message) for message, hosts in messages.items()]
+    notes += ["%s: %s objects not verifiable in check mode" % (host_ranges(hosts), count)
+              for count, hosts in skipped.items()]
+    return _lines(rows, notes)
+
+
+def host_ranges(hosts):
+    """Host names joined by ", ", runs of three or more names that differ only in a consecutive number of the same
+    width (c001, c002, c003) written as one range (c001..c003)."""
+    parts, run = [], []
+
+    def close():
+        parts.extend(["%s..%s" % (run[0][0], run[-1][0])] if len(run) > 2 else [name for name, _k, _n in run])
+
+    for host in (str(h) for h in hosts):
+        match = NUMBERED.match(host)
+        item = (host, (match.group(1), match.group(3), len(match.group(2))), int(match.group(2))) if match \
+            else (host, None, None)
+        if run and item[1] is not None and item[1] == run[-1][1] and item[2] == run[-1][2] + 1:
+            run.append(item)
+            continue
+        close()
+        run = [item]
+    if run:
+        close()
+    return ", ".join(parts)
 
 
 def _mapping(value):
@@ -242,7 +299,8 @@ def manent_traffic_rows(results):
 class FilterModule:
     def filters(self):
         return {"manent_table": manent_table, "manent_seconds": manent_seconds,
-                "manent_summary_lines": manent_summary_lines, "manent_checkpoint_lines": manent_checkpoint_lines,
+                "manent_summary_lines": manent_summary_lines,
+                "manent_summary_groups": manent_summary_groups, "manent_checkpoint_lines": manent_checkpoint_lines,
                 "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
                 "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
                 "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves}

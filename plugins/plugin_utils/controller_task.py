@@ -10,6 +10,7 @@ kubernetes package in the controller's Python) the module runs as usual."""
 from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
@@ -19,6 +20,27 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import stopping
 
 display = Display()
+
+# One name per file of Jinja plugins that the role's templates use: ansible-core's filters and tests (the first name
+# looked up loads every file of its kind) and this collection's filter files.
+WARM = ((filter_loader, "ansible.builtin.bool"), (test_loader, "ansible.builtin.match"),
+        (filter_loader, "manent.kubernetes.manent_table"), (filter_loader, "manent.kubernetes.manent_preflight"))
+
+
+def warm():
+    """Load the Jinja filters and tests that the role's templates use into this process. Ansible loads the classes
+    of the action plugins in the controller's parent process, before it forks a worker for each task and host, so
+    this runs there once, when the first manent task is queued: every later worker finds these plugins loaded
+    instead of importing them again for each task and cluster it templates. A plugin that fails to load here is
+    left to the worker, which reports it where it is used."""
+    for loader, name in WARM:
+        try:
+            loader.get(name)
+        except Exception:  # pylint: disable=broad-except
+            continue
+
+
+warm()
 
 
 def in_process(action):

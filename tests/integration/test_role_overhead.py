@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The role's own cost (docs/performance.md, "Through ansible-playbook and the role"): the artifact is checked on
+"""The role's own cost (docs/performance.md, "Through ansible-playbook and the role"; docs/role.md, "Many
+clusters"): the tasks each cluster runs and those that run once for all of them; the artifact is checked on
 the controller by a filter, so a controller path is used in place (no stat, file or copy task runs, nothing is
 copied) and a URL starts get_url once, then never again while its cached download matches its sha256 (a damaged
 download is fetched again); the plan play numbers the waves and keeps their sizes in one task. Against the real local
@@ -24,8 +25,36 @@ FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Download the
 TASK = re.compile(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", re.MULTILINE)
 
 
+# The tasks each cluster runs in a nothing-changed redeploy of playbooks/deploy.yml, in order: the plan play's
+# argument validation, preflight, rendering, the check that stops the run when a rendering failed and the note of
+# what the rendering read; in its wave, the apply, its result and the outcome.
+PER_CLUSTER = [
+    "Validating arguments against arg spec 'plan' - Preflight, artifact, rendering, checkpoint and waves for all "
+    "targeted clusters (deploy.yml)",
+    "Preflight | Check the role and host variables", "Deploy | Render the release for this cluster",
+    "Render | Stop before the first wave when a rendering failed", "Plan | Note this cluster's rendering",
+    "Deploy | Apply the release, wait for its rollout, prune, record history",
+    "Deploy | Record the result of this cluster", "Outcome | Fail when this cluster failed"]
+# The tasks that look at every cluster at once and run once per run, on one host.
+ONCE_PER_RUN = ["Preflight | One inventory host per cluster and namespace", "Checkpoint | Releases in service",
+                "Waves | Number the waves of the clusters by region", "Waves | Plan"]
+ONCE_PER_WAVE = ["Summary | Export the results of this operation (set_stats)",
+                 "Summary | Add this operation to the run's list (set_stats)", "Summary | Per-cluster summary",
+                 "Summary | Write the summary file"]
+HOST_LINE = re.compile(r"^(?:ok|changed|skipping|fatal|included): \[([^\]]+?)(?: -> [^\]]+)?\]", re.MULTILINE)
+
+
 def _tasks(run):
     return TASK.findall(run.output)
+
+
+def _host_tasks(run):
+    """{task: [the hosts it ran for, once per run of the task]} of the role's tasks, in order."""
+    parts = re.split(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", run.output, flags=re.MULTILINE)
+    out = {}
+    for index in range(1, len(parts), 2):
+        out.setdefault(parts[index], []).extend(HOST_LINE.findall(parts[index + 1].split("\nTASK [")[0]))
+    return out
 
 
 @pytest.fixture
@@ -68,16 +97,16 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
     # The artifact include was evaluated and skipped: nothing under it was even listed.
     assert tasks.count("Waves | Number the waves of the clusters by region") == 1  # the plan and the sizes at once
     assert "2 wave(s) by region: eu-1: eu1a, eu1b -> us-1: us1a" in again.output
-    # How many tasks a nothing-changed redeploy runs (11 in the plan play, 7 in each of the 2 waves: the waves
-    # neither validate the arguments again nor repeat the preflight, and the insecure-TLS warning comes from the
-    # manent tasks; the plan play renders every cluster, its checkpoint compares what the renderings read, and
-    # one skipped include stops the run when a rendering failed; 52 before issue 13's role work, 42 before the
-    # checkpoint checks became one task, 28 before the warning task went, 27 before the rendering moved into the
-    # plan play, 26 before the task that numbers the waves kept their sizes too): each task costs every run
-    # about 0.02 to 0.3 s of the controller's CPU per cluster, so a new one should be worth it. The stop cannot
-    # move into the rendering's rescue: any_errors_fatal there sends the clusters that rendered into it too.
-    assert len(tasks) <= 25, tasks
     assert "Preflight | Check the role and host variables" not in tasks[11:], tasks  # only in the plan play
+    # What a nothing-changed redeploy costs each cluster: each task a cluster runs, even a skipped one, costs the
+    # controller a worker process and its templating for that cluster (about 0.03 to 0.3 CPU-seconds), so these
+    # counts are the controller's cost per cluster: a new per-cluster task should be worth it.
+    per_host = _host_tasks(again)
+    assert [task for task, hosts in per_host.items() if "eu1b" in hosts] == PER_CLUSTER, per_host
+    for task in ONCE_PER_RUN:  # on the controller for every cluster at once: one cluster runs it
+        assert len(per_host[task]) == 1, (task, per_host)
+    for task in ONCE_PER_WAVE:  # the summary: once, at the last wave (skipped once at the first)
+        assert len(per_host[task]) == 2, (task, per_host)
 
 
 @pytest.mark.integration

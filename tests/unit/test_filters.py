@@ -131,8 +131,8 @@ def test_audit_lines_count_findings_and_note_each():
 def test_filters_are_registered():
     assert sorted(FilterModule().filters()) == [
         "manent_audit_lines", "manent_checkpoint_lines", "manent_cluster_result", "manent_file_sha256",
-        "manent_history_lines", "manent_run", "manent_seconds", "manent_summary_lines", "manent_table",
-        "manent_traffic_rows", "manent_waves"]
+        "manent_history_lines", "manent_run", "manent_seconds", "manent_summary_groups", "manent_summary_lines",
+        "manent_table", "manent_traffic_rows", "manent_waves"]
 
 
 BASE = {"host": "eu1a", "region": "eu-1", "az": "eu-1a", "namespace": "shop"}

@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Checks of the deploy role that read many variables or many hosts, in Python rather than Jinja: a check costs
+one filter call on the controller instead of a template compiled and rendered per rule and per cluster.
+
+``values | manent_preflight(parts)``: the broken preflight rules, as "variable: what to do" lines.
+``hosts | manent_shared_targets(hostvars, namespace)``: one line per group of hosts that reach the same cluster
+(API server URL and port) for the same release namespace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+DEFAULT_PORT = 6443
+
+
+def _int(value):
+    """Jinja's ``int``: 0 for what is not a whole number."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _text(value):
+    """Jinja's ``default('', true) | string``: "" for a missing or empty value."""
+    return "" if value is None or value is False else str(value)
+
+
+def _common(v):
+    host = v.get("host", "")
+    has_cert, has_key = bool(_text(v.get("client_cert"))), bool(_text(v.get("client_key")))
+    namespace = _text(v.get("namespace"))
+    return [
+        ("deploy_environment", bool(_text(v.get("environment"))),
+         "is empty; set the environment of the release key, e.g. prod"),
+        ("deploy_application", bool(_text(v.get("application"))),
+         "is empty and the artifact has no name; set the application of the release key"),
+        ("deploy_namespace", bool(NAMESPACE.match(namespace)),
+         "'%s' is not a namespace name (lowercase letters, digits and '-', at most 63)" % namespace),
+        ("deploy_keep_releases", _int(v.get("keep_releases")) >= 2,
+         "must be at least 2 (history needs the release in service and the one before it)"),
+        ("deploy_parallel", _int(v.get("parallel")) >= 1, "must be at least 1"),
+        ("deploy_wait_timeout", bool(DURATION.match(_text(v.get("wait_timeout")))),
+         "'%s' is not a duration; use seconds or e.g. 90s, 5m, 1m30s" % _text(v.get("wait_timeout"))),
+        ("deploy_wave_by", v.get("wave_by") in ("region", "az"), "must be region or az"),
+        ("manent_api_server", not _text(v.get("api_server")).startswith("http://"),
+         "host %s uses plain http; use the host name or an https:// URL" % host),
+        ("manent_client_key", has_cert == has_key,
+         "host %s sets only one of manent_client_cert and manent_client_key; set both or neither" % host),
+        ("manent_token", bool(_text(v.get("token"))) or has_cert,
+         "host %s has neither a token nor a client certificate; set manent_token (vault string, file:/path or "
+         "env:NAME) or manent_client_cert and manent_client_key" % host),
+    ]
+
+
+def _artifact(v):
+    artifact = v.get("artifact")
+    kind = artifact.get("type", "kubernetes") if isinstance(artifact, Mapping) else "kubernetes"
+    shown = artifact.get("type", "") if isinstance(artifact, Mapping) else ""
+    return [
+        ("deploy_artifact", isinstance(artifact, Mapping) and len(artifact) > 0,
+         "is not set; give {type: kubernetes, name, version, source, sha256}"),
+        ("deploy_artifact.type", kind in list(v.get("artifact_types") or []),
+         "'%s' is not one of deploy_artifact_types" % _text(shown)),
+        ("deploy_artifact.name", bool(_text(v.get("artifact_name"))), "is empty"),
+        ("deploy_artifact.version", bool(_text(v.get("version"))), "is empty"),
+        ("deploy_artifact.source", bool(_text(v.get("source"))), "is empty; give a URL or a path on the controller"),
+        ("deploy_artifact.sha256", bool(SHA256.match(_text(v.get("sha256")))),
+         "must be the 64 hex digits of the artifact's SHA-256 (sha256sum FILE)"),
+    ]
+
+
+def _apply(v):
+    return [("deploy_concurrency", _int(v.get("concurrency")) >= 0,
+             "must be at least 1, or 0 for manent_apply's default")]
+
+
+PARTS = {"artifact": _artifact, "apply": _apply}
+
+
+def manent_preflight(values, parts=()):
+    """The rules of the role's preflight that ``values`` break, as "variable: what to do" lines; the common rules
+    always, the rules of ``parts`` ("artifact", "apply") too. ``values``: environment, application, namespace,
+    keep_releases, parallel, wait_timeout, wave_by, host, api_server, client_cert, client_key, token; artifact,
+    artifact_types, artifact_name, version, source, sha256 (artifact); concurrency (apply)."""
+    values = values if isinstance(values, Mapping) else {}
+    rules = _common(values)
+    for part in parts or ():
+        rules += PARTS[part](values)
+    return ["%s: %s" % (var, msg) for var, ok, msg in rules if not ok]
+
+
+def cluster_url(server, port=DEFAULT_PORT):
+    """The API server URL a host's connection variables name, as the modules build it: https, the port added
+    when the server has none; host names compared in lower case."""
+    server = _text(server).strip().rstrip("/")
+    rest = server[len("https://"):] if server.lower().startswith("https://") else server
+    authority, _sep, path = rest.partition("/")
+    if ":" not in authority and not authority.startswith("["):
+        authority = "%s:%s" % (authority, _int(port) or DEFAULT_PORT)
+    return "https://%s%s" % (authority.lower(), "/" + path if path else "")
+
+
+def manent_shared_targets(hosts, hostvars, namespace=""):
+    """The hosts of ``hosts`` that reach the same cluster for the same release namespace, one line per group
+    (empty when every host has a cluster and namespace of its own). A host's cluster is its manent_api_server
+    (else its name) and manent_api_port; its namespace deploy_namespace, else ``namespace`` (the role's)."""
+    groups = {}
+    for host in hosts or []:
+        host_vars = hostvars.get(host) or {}
+        key = (cluster_url(host_vars.get("manent_api_server") or host, host_vars.get("manent_api_port")),
+               _text(host_vars.get("deploy_namespace") or namespace))
+        groups.setdefault(key, []).append(str(host))
+    return ["hosts %s reach the same cluster (%s) for the same namespace (%s): each would deploy the release "
+            "there, one over the other; give each host its own deploy_namespace, or target one of them (-l)"
+            % (", ".join(names), url, ns) for (url, ns), names in groups.items() if len(names) > 1]
+
+
+class FilterModule:
+    def filters(self):
+        return {"manent_preflight": manent_preflight, "manent_shared_targets": manent_shared_targets}

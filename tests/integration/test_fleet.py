@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Many inventory hosts on one API server (docs/role.md, "Many clusters"): the same cluster reached for two teams'
+namespaces deploys each host's rendering into that host's namespace, and two hosts of one run that reach the same
+cluster for the same namespace stop the run before anything is written, naming both. Through playbooks/deploy.yml
+against the first local cluster."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import yaml
+
+from tests.integration.playbook_helpers import history_configmaps, run_playbook, shop_vars
+
+CONNECTION = ("ansible_connection", "ansible_python_interpreter", "manent_api_server", "manent_ca_file",
+              "manent_token", "region", "az")
+
+
+def _one_server_inventory(inventory_path, path, namespaces):
+    """Hosts team-a, team-b, ... (one per namespace, in order), every one with the first cluster's connection."""
+    with open(inventory_path, encoding="utf-8") as handle:
+        first = next(iter(yaml.safe_load(handle)["all"]["hosts"].values()))
+    hosts = {}
+    for index, namespace in enumerate(namespaces):
+        host = {key: first[key] for key in CONNECTION if key in first}
+        host["deploy_namespace"] = namespace
+        hosts["team-%s" % "abcdefgh"[index]] = host
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"all": {"hosts": hosts}}, handle, sort_keys=False)
+    return str(path)
+
+
+def _vars(tmp_path, greeting):
+    # Each host deploys with its own deploy id: the checkpoint compares the versions in service only.
+    extra = shop_vars(tmp_path, "unused", "1.0.0", greeting, replicas="1", deploy_create_namespace=True,
+                      deploy_checkpoint_fields=["version"])
+    del extra["deploy_namespace"]  # each host's own (an extra variable would override the host variables)
+    return extra
+
+
+@pytest.fixture
+def two_namespaces(cluster):
+    names = ["t-%s-%s" % (uuid.uuid4().hex[:8], team) for team in ("a", "b")]
+    yield names
+    for name in names:
+        cluster.delete_namespace(name)
+
+
+@pytest.mark.integration
+def test_two_hosts_on_one_api_server_deploy_each_its_own_namespace(cluster, inventory_path, two_namespaces, tmp_path):
+    inventory = _one_server_inventory(inventory_path, tmp_path / "inventory.yml", two_namespaces)
+    run = run_playbook("deploy", inventory, _vars(tmp_path, "hello teams"), tmp_path)
+    assert run.rc == 0, run.explain()
+
+    summary = run.summary
+    for host, namespace in zip(("team-a", "team-b"), two_namespaces):
+        assert summary[host]["status"] == "deployed", summary[host]
+        assert summary[host]["details"]["namespace"] == namespace, summary[host]
+        config = cluster.get("v1", "ConfigMap", namespace, "shop-config")
+        assert config is not None and config["data"]["greeting"] == "hello teams", (namespace, run.explain())
+        assert cluster.get("apps/v1", "Deployment", namespace, "shop") is not None, namespace
+        assert history_configmaps(cluster, namespace, "shop"), namespace  # each host's own history and lock
+    assert "Preflight | One inventory host per cluster and namespace" in run.output
+
+    again = run_playbook("deploy", inventory, _vars(tmp_path, "hello teams"), tmp_path)
+    assert again.rc == 0, again.explain()
+    assert all(r["changed"] == 0 for r in again.recap.values()), again.explain()
+
+
+@pytest.mark.integration
+def test_two_hosts_for_one_namespace_of_one_cluster_stop_the_run_before_any_write(cluster, inventory_path,
+                                                                                  two_namespaces, tmp_path):
+    namespace = two_namespaces[0]
+    inventory = _one_server_inventory(inventory_path, tmp_path / "inventory.yml", [namespace, namespace])
+    run = run_playbook("deploy", inventory, _vars(tmp_path, "hello"), tmp_path)
+
+    assert run.rc != 0, run.explain()
+    with open(inventory, encoding="utf-8") as handle:
+        url = yaml.safe_load(handle)["all"]["hosts"]["team-a"]["manent_api_server"]
+    assert "hosts team-a, team-b reach the same cluster (%s) for the same namespace (%s)" % (url, namespace) \
+        in run.output, run.explain()
+    assert "Deploy | Render the release" not in run.output, run.explain()  # no cluster was contacted
+    assert cluster.get("v1", "Namespace", None, namespace) is None  # not even the namespace was created

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The role's filters for many clusters (docs/role.md, "Many clusters"): the preflight rules in one filter call
+(manent_preflight), the hosts that would deploy one namespace of one cluster twice (manent_shared_targets), and the
+summary of many clusters grouped by outcome (manent_summary_lines over 10 clusters, manent_summary_groups)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges, manent_summary_lines
+from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import (
+    cluster_url, manent_preflight, manent_shared_targets)
+
+GOOD = {"environment": "prod", "application": "shop", "namespace": "shop-prod", "keep_releases": 5, "parallel": "2",
+        "wait_timeout": "1m30s", "wave_by": "region", "host": "eu1a", "api_server": "https://k8s.example.com",
+        "client_cert": "", "client_key": None, "token": "file:/t", "concurrency": 0,
+        "artifact": {"type": "kubernetes", "name": "shop"}, "artifact_types": ["kubernetes"], "artifact_name": "shop",
+        "version": "1.0.0", "source": "shop.yaml", "sha256": "a" * 64}
+
+
+def test_preflight_of_good_values_is_empty_with_every_part():
+    assert manent_preflight(GOOD, ["artifact", "apply"]) == []
+
+
+@pytest.mark.parametrize("change, parts, expected", [
+    ({"environment": ""}, [], "deploy_environment: is empty; set the environment of the release key, e.g. prod"),
+    ({"namespace": "Shop"}, [], "deploy_namespace: 'Shop' is not a namespace name (lowercase letters, digits and '-', "
+                                "at most 63)"),
+    ({"keep_releases": "1"}, [], "deploy_keep_releases: must be at least 2 (history needs the release in service "
+                                 "and the one before it)"),
+    ({"parallel": "many"}, [], "deploy_parallel: must be at least 1"),
+    ({"wait_timeout": "soon"}, [], "deploy_wait_timeout: 'soon' is not a duration; use seconds or e.g. 90s, 5m, 1m30s"),
+    ({"wave_by": "zone"}, [], "deploy_wave_by: must be region or az"),
+    ({"api_server": "http://k8s"}, [], "manent_api_server: host eu1a uses plain http; use the host name or an "
+                                       "https:// URL"),
+    ({"client_cert": "c.pem"}, [], "manent_client_key: host eu1a sets only one of manent_client_cert and "
+                                   "manent_client_key; set both or neither"),
+    ({"token": ""}, [], "manent_token: host eu1a has neither a token nor a client certificate"),
+    ({"artifact": {}}, ["artifact"], "deploy_artifact: is not set; give {type: kubernetes, name, version, source, "
+                                     "sha256}"),
+    ({"artifact": {"type": "helm"}}, ["artifact"], "deploy_artifact.type: 'helm' is not one of deploy_artifact_types"),
+    ({"sha256": "abc"}, ["artifact"], "deploy_artifact.sha256: must be the 64 hex digits"),
+    ({"source": ""}, ["artifact"], "deploy_artifact.source: is empty; give a URL or a path on the controller"),
+    ({"concurrency": -1}, ["apply"], "deploy_concurrency: must be at least 1, or 0 for manent_apply's default"),
+])
+def test_preflight_names_the_variable_and_what_to_do(change, parts, expected):
+    failures = manent_preflight(dict(GOOD, **change), parts)
+    assert len(failures) == 1 and failures[0].startswith(expected), failures
+
+
+def test_preflight_checks_the_parts_only_when_asked():
+    assert manent_preflight(dict(GOOD, sha256="", concurrency=-1)) == []
+
+
+@pytest.mark.parametrize("server, port, url", [
+    ("k8s.example.com", None, "https://k8s.example.com:6443"),
+    ("K8S.example.com", 443, "https://k8s.example.com:443"),
+    ("https://k8s.example.com/", None, "https://k8s.example.com:6443"),
+    ("https://127.0.0.1:18500", 6443, "https://127.0.0.1:18500"),
+    ("https://lb.example.com/clusters/a", None, "https://lb.example.com:6443/clusters/a"),
+])
+def test_cluster_url_as_the_modules_build_it(server, port, url):
+    assert cluster_url(server, port) == url
+
+
+def test_shared_targets_name_the_hosts_of_one_cluster_and_namespace():
+    hostvars = {"a": {"manent_api_server": "https://127.0.0.1:17443", "deploy_namespace": "team-a"},
+                "b": {"manent_api_server": "https://127.0.0.1:17443", "deploy_namespace": "team-b"},
+                "c": {"manent_api_server": "https://127.0.0.1:17443/", "deploy_namespace": "team-a"},
+                "k8s.example.com": {}, "d": {"manent_api_server": "K8S.example.com", "manent_api_port": 6443},
+                "e": {"manent_api_server": "k8s.example.com", "manent_api_port": 443}}
+    lines = manent_shared_targets(list(hostvars), hostvars, "shop")
+    assert lines == [
+        "hosts a, c reach the same cluster (https://127.0.0.1:17443) for the same namespace (team-a): each would "
+        "deploy the release there, one over the other; give each host its own deploy_namespace, or target one of "
+        "them (-l)",
+        "hosts k8s.example.com, d reach the same cluster (https://k8s.example.com:6443) for the same namespace "
+        "(shop): each would deploy the release there, one over the other; give each host its own deploy_namespace, "
+        "or target one of them (-l)"]
+    assert manent_shared_targets(["a", "b", "e"], hostvars, "shop") == []
+
+
+def test_host_ranges():
+    assert host_ranges(["c001", "c002", "c003", "c005", "c006", "eu1a", "k8s-1.example.com", "k8s-2.example.com",
+                        "k8s-3.example.com", "c009", "c010", "c011", "c12"]) == \
+        "c001..c003, c005, c006, eu1a, k8s-1.example.com..k8s-3.example.com, c009..c011, c12"
+    assert host_ranges([]) == ""
+
+
+def _deployed(seconds):
+    return {"status": "deployed", "version": "1.0.1", "previous": "1.0.0", "objects": 5,
+            "counts": {"unchanged": 4, "configured": 1}, "pruned": [], "seconds": seconds}
+
+
+def test_the_summary_of_ten_clusters_has_a_row_each():
+    lines = manent_summary_lines({"c%03d" % i: _deployed(1.0) for i in range(1, 11)})
+    assert len(lines) == 11 and lines[1].split()[:2] == ["c001", "deployed"]
+
+
+def test_the_summary_of_a_hundred_clusters_is_grouped_by_outcome_failures_first_each_message_once():
+    summary = {"c%03d" % i: _deployed(0.5 + i / 100.0) for i in range(1, 50)}
+    summary["c050"] = dict(_deployed(61.0), status="failed", counts={},
+                           message="Deployment/shop/web: ProgressDeadlineExceeded")
+    summary.update({"c%03d" % i: None for i in range(51, 101)})  # the next wave: not started
+    lines = manent_summary_lines(summary)
+    assert lines == [
+        "clusters  status       version  previous  objects  changes                   pruned  seconds    hosts",
+        "1         failed       1.0.1    1.0.0     5        -                         0       61         c050",
+        "49        deployed     1.0.1    1.0.0     5        configured:1 unchanged:4  0       0.51-0.99  c001..c049",
+        "50        not started  -        -         -        -                         0       -          c051..c100",
+        "c050: Deployment/shop/web: ProgressDeadlineExceeded"]
