@@ -4,7 +4,7 @@
 """Checks of the deploy role that read many variables or many hosts, in Python rather than Jinja: a check costs
 one filter call on the controller instead of a template compiled and rendered per rule and per cluster.
 
-``values | manent_preflight(parts)``: the broken preflight rules, as "variable: what to do" lines.
+``values | manent_preflight``: the broken preflight rules, as "variable: what to do" lines.
 ``hosts | manent_shared_targets(hostvars, namespace)``: one line per group of hosts that reach the same cluster
 (API server URL and port) for the same release namespace.
 """
@@ -88,14 +88,17 @@ def _apply(v):
 PARTS = {"artifact": _artifact, "apply": _apply}
 
 
-def manent_preflight(values, parts=()):
+def manent_preflight(values, parts=None):
     """The rules of the role's preflight that ``values`` break, as "variable: what to do" lines; the common rules
-    always, the rules of ``parts`` ("artifact", "apply") too. ``values``: environment, application, namespace,
-    keep_releases, parallel, wait_timeout, wave_by, host, api_server, client_cert, client_key, token; artifact,
-    artifact_types, artifact_name, version, source, sha256 (artifact); concurrency (apply)."""
+    always, the rules of ``parts`` ("artifact", "apply") too, by default the parts whose values are given.
+    ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
+    api_server, client_cert, client_key, token; artifact, artifact_types, artifact_name, version, source, sha256
+    (artifact); concurrency (apply)."""
     values = values if isinstance(values, Mapping) else {}
+    if parts is None:
+        parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency")) if key in values]
     rules = _common(values)
-    for part in parts or ():
+    for part in parts:
         rules += PARTS[part](values)
     return ["%s: %s" % (var, msg) for var, ok, msg in rules if not ok]
 

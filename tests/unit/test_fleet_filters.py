@@ -50,8 +50,13 @@ def test_preflight_names_the_variable_and_what_to_do(change, parts, expected):
     assert len(failures) == 1 and failures[0].startswith(expected), failures
 
 
-def test_preflight_checks_the_parts_only_when_asked():
-    assert manent_preflight(dict(GOOD, sha256="", concurrency=-1)) == []
+def test_preflight_checks_the_parts_asked_for_else_those_whose_values_are_given():
+    bad = dict(GOOD, sha256="", concurrency=-1)
+    assert manent_preflight(bad, []) == []
+    assert [line.split(":")[0] for line in manent_preflight(bad)] == ["deploy_artifact.sha256", "deploy_concurrency"]
+    common = {k: v for k, v in bad.items() if k not in ("artifact", "artifact_types", "artifact_name", "version",
+                                                          "source", "sha256", "concurrency")}
+    assert manent_preflight(common) == []
 
 
 @pytest.mark.parametrize("server, port, url", [

@@ -20,9 +20,8 @@ def write(kube, method, path, body, subject, dry_run=False, field_manager=None, 
           content_type="application/json", **kw):
     """Send one write; the server's answer (a base/client.py Response). ``field_manager`` is recorded with the
     fields written; ``dry_run`` makes the server validate without storing."""
-    query = dict(query or {})
-    if field_manager:
-        query["fieldManager"] = field_manager
+    # fieldManager first in the URL, as request logs and the fault tests read it
+    query = dict({"fieldManager": field_manager} if field_manager else {}, **(query or {}))
     if dry_run:
         query["dryRun"] = "All"
     return kube.request(method, path, query=query, body=body, content_type=content_type, subject=subject, **kw)
