@@ -17,6 +17,12 @@ if os.path.join(ROOT, "hack") not in sys.path:
 from clusters import cache_dir, versions  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 
+def sha256_of(data):
+    """The sha256 (hex) of bytes."""
+    import hashlib  # pylint: disable=import-outside-toplevel
+    return hashlib.sha256(data).hexdigest()
+
+
 def helm_binary():
     """Path of the pinned helm ($MANENT_HELM overrides); fails the test (never skips) when it is missing."""
     path = os.environ.get("MANENT_HELM")

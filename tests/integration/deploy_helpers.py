@@ -30,51 +30,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity im
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import sort_key
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, default_deployment_id, render, stamp)
+# Re-exported for test_stages.py and test_faults.py until they import tests.objects themselves.
+from tests.objects import NEVER_READY, PAUSE, configmap, deployment, job, service  # noqa: F401
 
 KEY = ReleaseKey(application="shop", artifact="shop-api", environment="test")
-PAUSE = "registry.k8s.io/pause:3.10"
-NEVER_READY = {"manent.test/never-ready": "true"}
-
-
-# --------------------------------------------------------------------------- objects
-
-
-def deployment(name, image=PAUSE, replicas=1, template_annotations=None, deadline=None, annotations=None):
-    spec = {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                         "spec": {"containers": [{"name": "app", "image": image}]}}}
-    if template_annotations:
-        spec["template"]["metadata"]["annotations"] = dict(template_annotations)
-    if deadline is not None:
-        spec["progressDeadlineSeconds"] = deadline
-    meta = {"name": name}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
-
-
-def configmap(name, annotations=None, namespace=None, **data):
-    meta = {"name": name}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    if namespace:
-        meta["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
-
-
-def service(name, port=80):
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-            "spec": {"selector": {"app": name}, "ports": [{"port": port, "targetPort": port}]}}
-
-
-def job(name, command="true", annotations=None):
-    meta = {"name": name}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
-            "spec": {"backoffLimit": 0, "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "job", "image": PAUSE, "command": ["/pause", command]}]}}}}
 
 
 # --------------------------------------------------------------------------- render + deploy
@@ -171,7 +130,7 @@ def versions(cluster, namespace):
     return out
 
 
-def history_configmaps(cluster, namespace, key=KEY):
+def labelled_history(cluster, namespace, key=KEY):
     return {cm["metadata"]["name"]: cm for cm in cluster.list("v1", "ConfigMap", namespace)
             if cm["metadata"]["name"].startswith(locator_name(key))}
 

@@ -8,7 +8,7 @@ import time
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube, resolve_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import DiscoveryError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import DiscoveryError, ManentError, NotFoundError
 
 
 class Cluster:
@@ -114,3 +114,12 @@ def whoami(kube):
                           body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
                           subject="credentials check")
     return ((review.data.get("status") or {}).get("userInfo") or {}).get("username", "")
+
+
+def can_list(kube, namespace, resource="configmaps"):
+    """Whether ``kube``'s credentials may list ``resource`` in ``namespace`` (RBAC takes a moment to apply)."""
+    try:
+        kube.get_json("/api/v1/namespaces/%s/%s" % (namespace, resource))
+        return True
+    except ManentError:
+        return False

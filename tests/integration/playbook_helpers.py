@@ -226,10 +226,11 @@ def write_inventory(clusters_inventory, path, group_vars=None, host_vars=None):
 # --------------------------------------------------------------------------- cluster state
 
 
-def resource_versions(cluster, namespace):
-    """{Kind/name: resourceVersion} of everything the samples and the history put in ``namespace``."""
+def resource_versions(cluster, namespace, kinds=WATCHED):
+    """{Kind/name: resourceVersion} of everything the samples and the history put in ``namespace`` (``kinds``:
+    (apiVersion, kind) pairs to read)."""
     out = {}
-    for api_version, kind in WATCHED:
+    for api_version, kind in kinds:
         for obj in cluster.list(api_version, kind, namespace):
             name = obj["metadata"]["name"]
             if kind == "ConfigMap" and name == "kube-root-ca.crt":
@@ -240,7 +241,8 @@ def resource_versions(cluster, namespace):
     return out
 
 
-def history_configmaps(cluster, namespace, application):
+def labelled_history(cluster, namespace, application):
+    """The history ConfigMaps of ``application`` in ``namespace``, found by their labels."""
     selector = "app.kubernetes.io/managed-by=manent,manent.io/application=%s" % application
     return [cm for cm in cluster.list("v1", "ConfigMap", namespace, selector=selector)
             if "manent.io/history" in (cm["metadata"].get("labels") or {})]

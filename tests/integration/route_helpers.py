@@ -53,8 +53,16 @@ def rule(route, name):
     return next(item for item in route["spec"]["rules"] if item.get("name") == name)
 
 
-def weights(item, service="shop"):
-    return {ref["name"][-1]: ref["weight"] for ref in item["backendRefs"] if ref["name"].startswith(service + "-")}
+def weights(rule, service="shop"):
+    """{slot: weight} of a Gateway API rule's slot backends."""
+    return {ref["name"][-1]: ref.get("weight") for ref in rule["backendRefs"]
+            if ref["name"] in ("%s-a" % service, "%s-b" % service)}
+
+
+def replicas(cluster, namespace, name):
+    """spec.replicas of a live Deployment, None when it does not exist."""
+    live = cluster.get("apps/v1", "Deployment", namespace, name)
+    return None if live is None else live["spec"]["replicas"]
 
 
 def set_status(cluster, ref, generation, accepted="True", resolved="True", reason="Accepted", message=""):

@@ -27,7 +27,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_f
     STATUS_DEPLOYED, STATUS_FAILED, STATUS_SUPERSEDED)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
-from tests.integration.deploy_helpers import history_configmaps, locator, mid_rollout, record_status
+from tests.integration.deploy_helpers import labelled_history, locator, mid_rollout, record_status
 from tests.integration.playbook_helpers import app_objects, sha256, write_inventory, write_manifest
 from tests.integration.process_helpers import kill_all, marked, new_marker, wait_gone
 from tests.integration.route_helpers import AutoController, create, httproute, read, rule, weights
@@ -221,6 +221,6 @@ def test_a_job_cancelled_mid_apply_releases_the_lock_and_the_next_job_converges(
     assert (loc["version"], loc["lockHolder"]) == ("2.0.0", ""), loc
     assert record_status(cluster, namespace, "1.0.0", KEY) == STATUS_SUPERSEDED
     assert record_status(cluster, namespace, "2.0.0", KEY) == STATUS_DEPLOYED
-    assert sorted(history_configmaps(cluster, namespace, KEY)) == sorted(
+    assert sorted(labelled_history(cluster, namespace, KEY)) == sorted(
         [locator_name(KEY), record_name(KEY, "1.0.0"), record_name(KEY, "2.0.0")])
     assert not marked(marker)

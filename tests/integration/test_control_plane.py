@@ -9,21 +9,9 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
+from tests.objects import NEVER_READY, deployment
 
 pytestmark = pytest.mark.integration
-
-
-def deployment(name, ns, image, replicas=3, annotations=None, deadline=None):
-    spec = {
-        "replicas": replicas,
-        "selector": {"matchLabels": {"app": name}},
-        "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-        "template": {"metadata": {"labels": {"app": name}, "annotations": annotations or {}},
-                     "spec": {"containers": [{"name": "app", "image": image}]}},
-    }
-    if deadline:
-        spec["progressDeadlineSeconds"] = deadline
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
 def available(cluster, ns, name, image):
@@ -36,8 +24,14 @@ def available(cluster, ns, name, image):
             and d["spec"]["template"]["spec"]["containers"][0]["image"] == image) and d
 
 
+def web(namespace, image):
+    """Three replicas of web rolling one pod at a time."""
+    return deployment("web", namespace, image=image, replicas=3,
+                      strategy={"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+
+
 def test_deployment_rolls_out_through_real_controllers(cluster, namespace):
-    cluster.apply(deployment("web", namespace, "registry.k8s.io/pause:3.9"))
+    cluster.apply(web(namespace, "registry.k8s.io/pause:3.9"))
     cluster.wait(lambda: available(cluster, namespace, "web", "registry.k8s.io/pause:3.9"), what="web available")
     pods = cluster.list("v1", "Pod", namespace, "app=web")
     ready = [p for p in pods if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"])]
@@ -45,7 +39,7 @@ def test_deployment_rolls_out_through_real_controllers(cluster, namespace):
     first_rs = {rs["metadata"]["name"] for rs in cluster.list("apps/v1", "ReplicaSet", namespace, "app=web")}
     assert len(first_rs) == 1
 
-    cluster.apply(deployment("web", namespace, "registry.k8s.io/pause:3.10"))
+    cluster.apply(web(namespace, "registry.k8s.io/pause:3.10"))
     cluster.wait(lambda: available(cluster, namespace, "web", "registry.k8s.io/pause:3.10"), what="new image")
     sets = cluster.list("apps/v1", "ReplicaSet", namespace, "app=web")
     new = [rs for rs in sets if rs["metadata"]["name"] not in first_rs]
@@ -58,8 +52,7 @@ def test_deployment_rolls_out_through_real_controllers(cluster, namespace):
 
 
 def test_never_ready_pods_hit_the_progress_deadline(cluster, namespace):
-    cluster.apply(deployment("stuck", namespace, "registry.k8s.io/pause:3.10", replicas=1,
-                             annotations={"manent.test/never-ready": "true"}, deadline=3))
+    cluster.apply(deployment("stuck", namespace, replicas=1, template_annotations=NEVER_READY, deadline=3))
 
     def exceeded():
         d = cluster.get("apps/v1", "Deployment", namespace, "stuck")

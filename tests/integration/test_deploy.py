@@ -25,20 +25,13 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_f
     STATUS_DEPLOYED, STATUS_FAILED)
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import KEY, actions, configmap, deployment, service
+from tests.integration.deploy_helpers import KEY, actions
+from tests.objects import NEVER_READY, PAUSE, configmap, crd, deployment, secret, service
 from tests.integration.module_helpers import kubeconfig
 
 pytestmark = pytest.mark.integration
 
 
-def crd(group, kind="Gizmo", plural="gizmos"):
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "%s.%s" % (plural, group)},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                         "type": "object", "properties": {"spec": {"type": "object", "properties": {
-                             "size": {"type": "integer"}}}}}}}]}}
 
 
 def index_of(calls, predicate):
@@ -53,7 +46,7 @@ def index_of(calls, predicate):
 
 def test_crd_and_its_custom_resource_in_one_bundle(cluster, namespace):
     group = "%s.manent.io" % namespace
-    objects = [crd(group), {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
+    objects = [crd(group, "Gizmo", "gizmos"), {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
                             "spec": {"size": 3}}, configmap("settings", a="1")]
     crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos." + group
     cr_path = "/apis/%s/v1/namespaces/%s/gizmos/g1" % (group, namespace)
@@ -100,14 +93,14 @@ def test_redeploy_changes_one_image_then_a_rerun_writes_nothing(cluster, namespa
     assert set(first.timings) == {"apply", "wait", "prune", "total"}
     assert all(c.seconds > 0 for c in first.changes)
 
-    second = h.deploy(cluster, tmp_path, objects(h.PAUSE), namespace, version="1.1.0")
+    second = h.deploy(cluster, tmp_path, objects(PAUSE), namespace, version="1.1.0")
     assert actions(second) == {"Deployment/%s/web" % namespace: "configured",
                                "Deployment/%s/api" % namespace: "unchanged",
                                "ConfigMap/%s/settings" % namespace: "unchanged",
                                "Service/%s/web" % namespace: "unchanged"}
     assert second.changed is True and second.previous == "1.0.0" and second.phase == "upgrade"
     web = cluster.get("apps/v1", "Deployment", namespace, "web")
-    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == h.PAUSE
+    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == PAUSE
     assert web["metadata"]["annotations"]["manent.io/version"] == "1.1.0"
     # unchanged objects still name the release that last changed them
     api = cluster.get("apps/v1", "Deployment", namespace, "api")
@@ -118,7 +111,7 @@ def test_redeploy_changes_one_image_then_a_rerun_writes_nothing(cluster, namespa
     time.sleep(1.0)  # let the controllers finish writing status
     before = h.versions(cluster, namespace)
     kube = h.Recording(cluster.kube)
-    rerun = h.deploy(cluster, tmp_path, objects(h.PAUSE), namespace, version="1.1.0", kube=kube)
+    rerun = h.deploy(cluster, tmp_path, objects(PAUSE), namespace, version="1.1.0", kube=kube)
     assert rerun.changed is False
     assert rerun.to_dict()["counts"] == {"unchanged": 4}
     assert rerun.history == {}
@@ -256,16 +249,15 @@ SECRET_OLD = "old-s3cr3t-Value-7f1d"
 SECRET_NEW = "new-s3cr3t-Value-c2e9"
 
 
-def _secret(value):
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}, "type": "Opaque",
-            "stringData": {"password": value, "user": "app"}}
+def db(password):
+    return secret("db", string_data={"password": password, "user": "app"})
 
 
 def test_diff_mode_without_noise_and_with_secrets_redacted(cluster, namespace, tmp_path):
-    h.deploy(cluster, tmp_path, [configmap("cfg", mode="a", keep="k"), _secret(SECRET_OLD)], namespace, version="1")
+    h.deploy(cluster, tmp_path, [configmap("cfg", mode="a", keep="k"), db(SECRET_OLD)], namespace, version="1")
 
     for dry_run in (True, False):
-        result = h.deploy(cluster, tmp_path, [configmap("cfg", mode="b", keep="k"), _secret(SECRET_NEW)], namespace,
+        result = h.deploy(cluster, tmp_path, [configmap("cfg", mode="b", keep="k"), db(SECRET_NEW)], namespace,
                           version="2", apply={"dry_run": dry_run, "diff": True})
         text = h.dump(result)
         for value in (SECRET_OLD, SECRET_NEW):
@@ -296,7 +288,7 @@ def test_progress_deadline_fails_at_once_and_keeps_the_release_in_service(cluste
 
     started = time.monotonic()
     with pytest.raises(WaitError) as caught:
-        h.deploy(cluster, tmp_path, [deployment("web", deadline=5, template_annotations=h.NEVER_READY)],
+        h.deploy(cluster, tmp_path, [deployment("web", deadline=5, template_annotations=NEVER_READY)],
                  namespace, version="2", wait_timeout=300)
     elapsed = time.monotonic() - started
     err = caught.value
@@ -320,7 +312,7 @@ def test_progress_deadline_fails_at_once_and_keeps_the_release_in_service(cluste
 def test_wait_timeout_names_the_workload_and_why(cluster, namespace, tmp_path):
     started = time.monotonic()
     with pytest.raises(WaitError) as caught:
-        h.deploy(cluster, tmp_path, [deployment("slow", deadline=600, template_annotations=h.NEVER_READY),
+        h.deploy(cluster, tmp_path, [deployment("slow", deadline=600, template_annotations=NEVER_READY),
                                      deployment("fine")], namespace, version="1", wait_timeout=6)
     elapsed = time.monotonic() - started
     err = caught.value
@@ -373,7 +365,7 @@ def test_conflict_without_force_fails_before_anything_is_written(cluster, namesp
     assert cluster.get("v1", "Service", namespace, "later") is None
     assert cluster.get("v1", "ConfigMap", namespace, "shared")["metadata"]["resourceVersion"] == before
     assert caught.value.partial.status == "failed"
-    assert h.history_configmaps(cluster, namespace) == {}  # refused before the release was saved in history
+    assert h.labelled_history(cluster, namespace) == {}  # refused before the release was saved in history
 
 
 def test_objects_of_a_helm_install_are_adopted_and_helm_state_removed(cluster, namespace, tmp_path):
@@ -443,7 +435,7 @@ def test_rbac_denial_names_verb_resource_namespace_and_user(cluster, namespace, 
     assert 'grant them in a Role/ClusterRole bound to user "manent-deployer"' in text
     assert caught.value.partial.status == "failed" and actions(caught.value.partial) == {}
     assert cluster.get("v1", "ConfigMap", namespace, "cfg") is None
-    assert h.history_configmaps(cluster, namespace) == {}
+    assert h.labelled_history(cluster, namespace) == {}
 
 
 # --------------------------------------------------------------------------- server warnings and errors
@@ -477,7 +469,7 @@ def test_unknown_field_is_refused_naming_object_and_field(cluster, namespace, tm
 
 def test_crd_and_custom_resource_render_and_deploy_from_one_artifact(cluster, namespace, tmp_path):
     group = "%s.render.manent.io" % namespace
-    objects = [crd(group), {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
+    objects = [crd(group, "Gizmo", "gizmos"), {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
                             "spec": {"size": 1}}]
     try:
         result = h.deploy(cluster, tmp_path, objects, namespace)

@@ -11,7 +11,8 @@ import uuid
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError
-from tests.integration.deploy_helpers import configmap, deploy
+from tests.integration.deploy_helpers import deploy
+from tests.objects import configmap
 
 pytestmark = pytest.mark.integration
 

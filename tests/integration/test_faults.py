@@ -39,7 +39,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity im
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import Traffic, TrafficOptions
 from tests import reliability
 from tests.integration.deploy_helpers import (
-    KEY, configmap, deployer, deployment, history_configmaps, locator, record_status, render_bundle)
+    KEY, configmap, deployer, deployment, labelled_history, locator, record_status, render_bundle)
 from tests.integration.kube import Cluster
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
 
@@ -220,7 +220,7 @@ def check_consistent(cluster, ns, in_service, versions_saved):
     assert loc["version"] == in_service, loc
     assert loc["lockHolder"] == "", "the lock is released: %r" % loc
     assert cluster.get("v1", "ConfigMap", ns, "settings")["data"] == {"v": in_service}
-    records = sorted(name for name in history_configmaps(cluster, ns) if name != locator_name(KEY))
+    records = sorted(name for name in labelled_history(cluster, ns) if name != locator_name(KEY))
     assert records == sorted(record_name(KEY, v) for v in versions_saved), records
     assert record_status(cluster, ns, in_service) == STATUS_DEPLOYED
 

@@ -13,7 +13,7 @@ import uuid
 import pytest
 import yaml
 
-from tests.integration.playbook_helpers import history_configmaps, run_playbook, shop_vars
+from tests.integration.playbook_helpers import labelled_history, run_playbook, shop_vars
 
 CONNECTION = ("ansible_connection", "ansible_python_interpreter", "manent_api_server", "manent_ca_file",
               "manent_token", "region", "az")
@@ -62,7 +62,7 @@ def test_two_hosts_on_one_api_server_deploy_each_its_own_namespace(cluster, inve
         config = cluster.get("v1", "ConfigMap", namespace, "shop-config")
         assert config is not None and config["data"]["greeting"] == "hello teams", (namespace, run.explain())
         assert cluster.get("apps/v1", "Deployment", namespace, "shop") is not None, namespace
-        assert history_configmaps(cluster, namespace, "shop"), namespace  # each host's own history and lock
+        assert labelled_history(cluster, namespace, "shop"), namespace  # each host's own history and lock
     assert "Preflight | One inventory host per cluster and namespace" in run.output
 
     again = run_playbook("deploy", inventory, _vars(tmp_path, "hello teams"), tmp_path)

@@ -13,8 +13,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import (
-    KEY, NEVER_READY, configmap, deploy, deployer, deployment, history_configmaps, locator, record_status, render_bundle,
-    versions)
+    KEY, deploy, deployer, labelled_history, locator, record_status, render_bundle, versions)
+from tests.objects import NEVER_READY, configmap, deployment
 
 pytestmark = pytest.mark.integration
 OTHER = ReleaseKey(application="billing", artifact="billing", environment="test")
@@ -41,15 +41,15 @@ def live_specs(cluster, ns):
 def test_keep_releases_rollback_and_prune(cluster, namespace, tmp_path):
     deploy(cluster, tmp_path, [configmap("billing-cfg", v="x")], namespace, version="9.9.9", key=OTHER,
            keep_releases=2)
-    other_before = history_configmaps(cluster, namespace, OTHER)
+    other_before = labelled_history(cluster, namespace, OTHER)
     for v in ("1", "2", "3"):
         r = deploy(cluster, tmp_path, release(v), namespace, version=v + ".0.0", prune=True, keep_releases=2,
                    wait_timeout=60)
         assert r.status == "deployed"
-    names = set(history_configmaps(cluster, namespace))
+    names = set(labelled_history(cluster, namespace))
     assert record_name(KEY, "1.0.0") not in names, "v1's record is beyond keep_releases=2"
     assert {record_name(KEY, "2.0.0"), record_name(KEY, "3.0.0"), locator_name(KEY)} <= names
-    assert history_configmaps(cluster, namespace, OTHER) == other_before, "another application's history untouched"
+    assert labelled_history(cluster, namespace, OTHER) == other_before, "another application's history untouched"
     assert record_status(cluster, namespace, "2.0.0") == "superseded"
     assert live_specs(cluster, namespace) == (2, "registry.k8s.io/pause:3.10", {"b": {"v": "3"}, "c": {"v": "3"}})
 
@@ -181,7 +181,7 @@ def test_retention_decides_from_the_listing_taken_under_the_lock(cluster, namesp
               and LABEL_HISTORY in q.get("labelSelector", "")]
     first_patch = min(i for i, (m, _p, q) in enumerate(kube.calls) if m == "PATCH" and q.get("dryRun") != "All")
     assert listed and max(listed) < first_patch, kube.calls  # no LIST of the history after the applies
-    records = {name for name in history_configmaps(cluster, namespace) if name != locator_name(KEY)}
+    records = {name for name in labelled_history(cluster, namespace) if name != locator_name(KEY)}
     assert records == {record_name(KEY, "3.0.0"), record_name(KEY, "4.0.0")}
     assert (record_status(cluster, namespace, "3.0.0"), record_status(cluster, namespace, "4.0.0")) == (
         "superseded", "deployed")

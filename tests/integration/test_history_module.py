@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 KEY = ReleaseKey("olds", "olds", "prod")
 
 
-def run_module(cluster, namespace, check=False, **args):
+def history(cluster, namespace, check=False, **args):
     return run_history_module(cluster, namespace, KEY, check=check, timeout=120, **args)
 
 
@@ -31,31 +31,31 @@ def test_audit_then_rewrite_stored_history(cluster, namespace):
                "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
     old_record(cluster, namespace, "1.0.0", [old])
 
-    audit = run_module(cluster, namespace, operation="audit")
+    audit = history(cluster, namespace, operation="audit")
     assert not audit.get("failed"), audit
     assert [(f["object"], f["level"], f["replacement"]) for f in audit["findings"]] == [
         ("Deployment/%s/web" % namespace, "error", "apps/v1")]
 
-    dry = run_module(cluster, namespace, check=True, operation="rewrite")
+    dry = history(cluster, namespace, check=True, operation="rewrite")
     assert dry["changed"] is True and [f["action"] for f in dry["findings"]] == ["would-rewrite"]
     stored = HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")[1]
     assert stored[0]["apiVersion"] == "apps/v1beta2", "check mode changed nothing"
 
-    done = run_module(cluster, namespace, operation="rewrite")
+    done = history(cluster, namespace, operation="rewrite")
     assert done["changed"] is True and [f["action"] for f in done["findings"]] == ["rewritten"]
     assert HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")[1][0]["apiVersion"] == "apps/v1"
     assert cluster.get("v1", "ConfigMap", namespace, record_name(KEY, "1.0.0") + "-bak") is not None
 
-    again = run_module(cluster, namespace, operation="rewrite")
+    again = history(cluster, namespace, operation="rewrite")
     assert again["changed"] is False and again["findings"] == []
-    assert run_module(cluster, namespace, operation="audit")["findings"] == []
+    assert history(cluster, namespace, operation="audit")["findings"] == []
 
 
 def test_unlock_removes_a_stale_lock(cluster, namespace):
     store = HistoryStore(cluster.kube, namespace, KEY, holder="killed@ci:1")
     store.acquire()
-    listed = run_module(cluster, namespace)
+    listed = history(cluster, namespace)
     assert listed["in_service"] is None and listed["changed"] is False
-    result = run_module(cluster, namespace, operation="unlock")
+    result = history(cluster, namespace, operation="unlock")
     assert result["changed"] is True and result["unlocked"] == "killed@ci:1"
     assert HistoryStore(cluster.kube, namespace, KEY).locator()["lockHolder"] == ""

@@ -22,7 +22,9 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from tests.integration.deploy_helpers import (
-    KEY, configmap, deploy, deployer, history_configmaps, locator, make_bundle, record_status)
+    KEY, deploy, deployer, labelled_history, locator, make_bundle, record_status)
+from tests.objects import configmap
+from tests.integration.kube import can_list
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +32,7 @@ PLAIN = {"1.0.0": "s3cr3t-value-one", "2.0.0": "s3cr3t-value-two", "3.0.0": "s3c
 TOKEN_VALUE = "tok-9f8e7d6c5b4a"
 
 
-def secret(version):
+def db_secret(version):
     """A Secret with one value in stringData and one in data (base64)."""
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}, "type": "Opaque",
             "stringData": {"password": PLAIN[version]},
@@ -76,13 +78,13 @@ def live_password(cluster, namespace):
 
 def test_view_role_reads_no_secret_value_in_history(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0"):
-        result = deploy(cluster, tmp_path, [configmap("cfg", v=version), secret(version)], namespace,
+        result = deploy(cluster, tmp_path, [configmap("cfg", v=version), db_secret(version)], namespace,
                         version=version)
         assert result.status == "deployed"
 
     token = view_token(cluster, namespace)
     with Kube(cluster.connection(token=token)) as viewer:
-        cluster.wait(lambda: _can_list(viewer, namespace, "configmaps"), what="RBAC for the viewer")
+        cluster.wait(lambda: can_list(viewer, namespace, "configmaps"), what="RBAC for the viewer")
         with pytest.raises(ApiError) as denied:
             viewer.get_json("/api/v1/namespaces/%s/secrets" % namespace)
         assert denied.value.status == 403, "the view ClusterRole must not read Secrets"
@@ -108,17 +110,11 @@ def test_view_role_reads_no_secret_value_in_history(cluster, namespace, tmp_path
     assert companion["metadata"]["ownerReferences"][0]["name"] == records[1]
 
 
-def _can_list(kube, namespace, resource):
-    try:
-        kube.get_json("/api/v1/namespaces/%s/%s" % (namespace, resource))
-        return True
-    except ApiError:
-        return False
 
 
 def test_rollback_restores_the_previous_secret_value(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0"):
-        deploy(cluster, tmp_path, [secret(version)], namespace, version=version)
+        deploy(cluster, tmp_path, [db_secret(version)], namespace, version=version)
     assert live_password(cluster, namespace) == (PLAIN["2.0.0"], TOKEN_VALUE)
 
     result = deployer(cluster).rollback(namespace, KEY)
@@ -132,11 +128,11 @@ def test_rollback_restores_the_previous_secret_value(cluster, namespace, tmp_pat
 
 def test_cleanup_and_redeploy_without_secrets_delete_companions(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0", "3.0.0"):
-        deploy(cluster, tmp_path, [secret(version)], namespace, version=version, keep_releases=2)
+        deploy(cluster, tmp_path, [db_secret(version)], namespace, version=version, keep_releases=2)
     companions = {s["metadata"]["name"] for s in cluster.list("v1", "Secret", namespace)
                   if s.get("type") == SECRETS_TYPE}
     assert companions == {record_name(KEY, "2.0.0"), record_name(KEY, "3.0.0")}
-    assert record_name(KEY, "1.0.0") not in history_configmaps(cluster, namespace)
+    assert record_name(KEY, "1.0.0") not in labelled_history(cluster, namespace)
 
     # 3.0.0 deployed again (another deploy id) without its Secret: the record is replaced, its companion goes.
     bundle = make_bundle([configmap("cfg", v="3")], namespace, version="3.0.0", deployment="d-again")
@@ -158,8 +154,8 @@ def test_configmap_rights_suffice_for_releases_without_secrets(cluster, namespac
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-only"},
                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "manent-deployer"}]})
     with Kube(cluster.connection(token=token)) as limited:
-        cluster.wait(lambda: _can_list(limited, namespace, "configmaps"), what="RBAC for manent-deployer")
-        assert not _can_list(limited, namespace, "secrets")
+        cluster.wait(lambda: can_list(limited, namespace, "configmaps"), what="RBAC for manent-deployer")
+        assert not can_list(limited, namespace, "secrets")
         for version in ("1.0.0", "2.0.0", "3.0.0"):
             result = deploy(cluster, tmp_path, [configmap("cfg", v=version)], namespace, version=version,
                             kube=limited, keep_releases=2, prune=True)
@@ -181,7 +177,7 @@ def old_format_record(namespace, version, objects, status="deployed"):
 
 def old_release_in_service(cluster, namespace):
     """1.0.0 deployed by an earlier manent and in service: its record holds the Secret value; the record's name."""
-    first = make_bundle([configmap("cfg", v="1"), secret("1.0.0")], namespace, version="1.0.0",
+    first = make_bundle([configmap("cfg", v="1"), db_secret("1.0.0")], namespace, version="1.0.0",
                         deployment="d-old-1.0.0")
     for obj in first.objects:
         cluster.apply(obj, manager="manent")
@@ -203,7 +199,7 @@ def test_earlier_format_is_read_then_migrated_by_the_next_deploy(cluster, namesp
     assert meta["format"] == "1" and [o for o in objects if o["kind"] == "Secret"][0]["stringData"] == {
         "password": PLAIN["1.0.0"]}
 
-    result = deploy(cluster, tmp_path, [configmap("cfg", v="2"), secret("2.0.0")], namespace, version="2.0.0")
+    result = deploy(cluster, tmp_path, [configmap("cfg", v="2"), db_secret("2.0.0")], namespace, version="2.0.0")
     assert result.status == "deployed"
     assert any("moved the Secret values of ConfigMap/%s/%s" % (namespace, old_name) in w for w in result.warnings)
 
@@ -226,7 +222,7 @@ def test_a_redeployed_version_of_the_earlier_format_is_rewritten_not_migrated(cl
     copy read before would put the old value back into the companion."""
     name = old_release_in_service(cluster, namespace)
 
-    result = deploy(cluster, tmp_path, [configmap("cfg", v="1"), secret("2.0.0")], namespace, version="1.0.0")
+    result = deploy(cluster, tmp_path, [configmap("cfg", v="1"), db_secret("2.0.0")], namespace, version="1.0.0")
     assert result.status == "deployed"
     assert not any("moved the Secret values of ConfigMap/%s/%s" % (namespace, name) in w for w in result.warnings)
     assert not any("changed while its Secrets were moved" in w for w in result.warnings), result.warnings
@@ -240,7 +236,7 @@ def test_a_redeployed_version_of_the_earlier_format_is_rewritten_not_migrated(cl
 
 def test_missing_companion_is_a_clear_error_before_any_change(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0"):
-        deploy(cluster, tmp_path, [secret(version)], namespace, version=version)
+        deploy(cluster, tmp_path, [db_secret(version)], namespace, version=version)
     cluster.delete("v1", "Secret", namespace, record_name(KEY, "1.0.0"))
     with pytest.raises(HistoryError) as err:
         deployer(cluster).rollback(namespace, KEY)
@@ -257,5 +253,5 @@ def test_oversized_secrets_stop_before_any_write(cluster, namespace, tmp_path):
     with pytest.raises(HistoryError) as err:
         deploy(cluster, tmp_path, [configmap("cfg", v="1"), big], namespace, version="1.0.0")
     assert "Secret objects take" in str(err.value) and "nothing was written" in str(err.value)
-    assert history_configmaps(cluster, namespace) == {}
+    assert labelled_history(cluster, namespace) == {}
     assert [s for s in cluster.list("v1", "Secret", namespace) if s["metadata"]["name"] == "blob"] == []

@@ -24,6 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import (
     ACTION_ERROR, ACTION_REWRITTEN, ACTION_WOULD_REWRITE, HistoryStore)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from tests.objects import configmap, deployment
 
 pytestmark = pytest.mark.integration
 
@@ -42,16 +43,8 @@ def store(cluster, namespace, key=SHOP, holder="deploy-1", now=None, kube=None):
     return HistoryStore(kube or cluster.kube, namespace, key, holder=holder, now=now)
 
 
-def configmap(name, namespace, **data):
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-            "data": data}
 
 
-def deployment(name, namespace, api_version="apps/v1"):
-    return {"apiVersion": api_version, "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
 
 
 def cm_names(cluster, namespace):
@@ -223,7 +216,7 @@ def test_save_mark_promote_round_trip(cluster, namespace):
     history = store(cluster, namespace, now=at(T0))
     history.acquire()
     v1 = Release(SHOP, "1.0.0", "deploy-1")
-    v1_objects = [configmap("shop", namespace, greeting="ciao"), deployment("shop", namespace)]
+    v1_objects = [configmap("shop", namespace=namespace, greeting="ciao"), deployment("shop", namespace)]
     name1 = history.save_record(v1, v1_objects, {"artifactSha256": "ab" * 32})
     assert name1 == "manent-untenanted-shop-shop-api-prod-29195a97-1-0-0-" + version_part("1.0.0")[-6:]
     record = get_cm(cluster, namespace, name1)
@@ -238,7 +231,7 @@ def test_save_mark_promote_round_trip(cluster, namespace):
     assert objects == v1_objects
 
     v2 = Release(SHOP, "2.0.0", "deploy-2")
-    v2_objects = [configmap("shop", namespace, greeting="hello")]
+    v2_objects = [configmap("shop", namespace=namespace, greeting="hello")]
     later = store(cluster, namespace, holder="deploy-1", now=at(T0 + datetime.timedelta(minutes=5)))
     name2 = later.save_record(v2, v2_objects)
     assert later.mark("2.0.0", "pending", slot="b")["slot"] == "b"
@@ -263,7 +256,7 @@ def test_save_mark_promote_round_trip(cluster, namespace):
 
 def test_concurrent_marks_are_retried_after_conflicts(cluster, namespace):
     history = store(cluster, namespace)
-    history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("a", namespace)])
+    history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("a", namespace=namespace)])
     kubes = [Kube(cluster.connection()) for _i in range(5)]  # <= CONFLICT_RETRIES: each round one writer wins
     barrier = threading.Barrier(len(kubes))
     results = {}
@@ -294,12 +287,13 @@ def test_redeploying_a_version_replaces_its_record(cluster, namespace):
     history = store(cluster, namespace, now=at(T0))
     history.acquire()
     release = Release(SHOP, "1.0.0", "deploy-1")
-    history.save_record(release, [configmap("a", namespace)])
+    history.save_record(release, [configmap("a", namespace=namespace)])
     history.promote(release)
     again = Release(SHOP, "1.0.0", "deploy-2")
-    history.save_record(again, [configmap("b", namespace)])
+    history.save_record(again, [configmap("b", namespace=namespace)])
     meta, objects = history.load("1.0.0")
-    assert (meta["deployment"], meta["status"], objects) == ("deploy-2", "pending", [configmap("b", namespace)])
+    assert (meta["deployment"], meta["status"], objects) == ("deploy-2", "pending",
+                                                            [configmap("b", namespace=namespace)])
     assert "is redeployed" in history.notes[-1]
     assert len(history.records()) == 1
 
@@ -308,7 +302,7 @@ def test_promote_is_refused_when_another_deploy_took_the_lock(cluster, namespace
     mine = store(cluster, namespace, holder="slow", now=at(T0))
     mine.acquire()
     release = Release(SHOP, "1.0.0", "slow")
-    mine.save_record(release, [configmap("a", namespace)])
+    mine.save_record(release, [configmap("a", namespace=namespace)])
     store(cluster, namespace, holder="fast", now=at(T0 + datetime.timedelta(hours=1))).acquire()
     with pytest.raises(LockedError, match="cannot promote version 1.0.0: deploy 'fast' holds"):
         mine.promote(release)
@@ -347,7 +341,7 @@ def test_remembered_versions_spare_reads_but_never_decide_alone(cluster, namespa
 
     kube.sent.clear()
     release = Release(SHOP, "1.0.0", "mine")
-    name = mine.save_record(release, [configmap("a", namespace)])
+    name = mine.save_record(release, [configmap("a", namespace=namespace)])
     assert mine.mark("1.0.0", "pending", slot="a")["slot"] == "a"
     assert kube.sent == ["POST", "PUT"]  # the record just created is marked without reading it
 
@@ -396,10 +390,10 @@ def test_a_locator_read_absent_is_created_locked_without_reading_it_again(cluste
 def test_records_are_listed_newest_first_without_other_histories(cluster, namespace):
     history = store(cluster, namespace)
     for minutes, version in ((0, "1.0.0"), (10, "3.0.0"), (5, "2.0.0"), (10, "2.5.0")):
-        history.save_record(Release(SHOP, version, "d-" + version), [configmap("x", namespace)],
+        history.save_record(Release(SHOP, version, "d-" + version), [configmap("x", namespace=namespace)],
                             {"created": T0 + datetime.timedelta(minutes=minutes)})
     store(cluster, namespace, key=SHOP_WORKER).save_record(Release(SHOP_WORKER, "9.0.0"),
-                                                           [configmap("y", namespace)])
+                                                           [configmap("y", namespace=namespace)])
     records = history.records()
     # created desc; the tie at minute 10 is broken by name (desc)
     assert [r["version"] for r in records] == ["3.0.0", "2.5.0", "2.0.0", "1.0.0"]
@@ -412,7 +406,7 @@ def test_cleanup_keeps_the_newest_and_the_protected_records_of_this_key_only(clu
     history.acquire()
     versions = ["1.0.%d" % i for i in range(7)]
     for i, version in enumerate(versions):
-        history.save_record(Release(SHOP, version, "d"), [configmap("x", namespace)],
+        history.save_record(Release(SHOP, version, "d"), [configmap("x", namespace=namespace)],
                             {"created": T0 + datetime.timedelta(minutes=i)})
     # In service: an old release (1.0.1) that replaced the oldest (1.0.0), e.g. after a rollback.
     history.promote(Release(SHOP, "1.0.1", "d"), "1.0.0")
@@ -421,10 +415,10 @@ def test_cleanup_keeps_the_newest_and_the_protected_records_of_this_key_only(clu
         other = store(cluster, namespace, key=key, holder="o")
         other.acquire()
         for i in range(4):
-            others.append(other.save_record(Release(key, "0.%d" % i), [configmap("y", namespace)],
+            others.append(other.save_record(Release(key, "0.%d" % i), [configmap("y", namespace=namespace)],
                                             {"created": T0 - datetime.timedelta(days=30 - i)}))
         other.promote(Release(key, "0.3"), "0.2")
-    unrelated = configmap("manent-untenanted-shop-shop-api-prod-29195a97-handmade", namespace)
+    unrelated = configmap("manent-untenanted-shop-shop-api-prod-29195a97-handmade", namespace=namespace)
     cluster.apply(unrelated)
     before = cm_names(cluster, namespace)
 
@@ -444,12 +438,12 @@ def test_cleanup_under_the_lock_counts_records_written_after_its_listing(cluster
     that this store wrote or read since (here one written by another client meanwhile); released, it lists again."""
     history = store(cluster, namespace, holder="d")
     history.acquire()
-    history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("x", namespace)], {"created": T0})
+    history.save_record(Release(SHOP, "1.0.0", "d"), [configmap("x", namespace=namespace)], {"created": T0})
     history.migration_pending()  # the listing under the lock: 1.0.0 only
     meanwhile = store(cluster, namespace, holder="d")  # another client of the same holder
-    meanwhile.save_record(Release(SHOP, "1.0.1", "d"), [configmap("x", namespace)],
+    meanwhile.save_record(Release(SHOP, "1.0.1", "d"), [configmap("x", namespace=namespace)],
                           {"created": T0 + datetime.timedelta(minutes=1)})
-    history.save_record(Release(SHOP, "1.0.2", "d"), [configmap("x", namespace)],
+    history.save_record(Release(SHOP, "1.0.2", "d"), [configmap("x", namespace=namespace)],
                         {"created": T0 + datetime.timedelta(minutes=2)})
     history.promote(Release(SHOP, "1.0.2", "d"), "1.0.1")  # reads 1.0.1 to mark it superseded
 
@@ -457,7 +451,7 @@ def test_cleanup_under_the_lock_counts_records_written_after_its_listing(cluster
     assert [r["version"] for r in history.records()] == ["1.0.2", "1.0.1"]
     history.release_lock()
     # without the lock nothing is taken from the earlier listing: a record written since counts (an old one here)
-    meanwhile.save_record(Release(SHOP, "0.9.0", "d"), [configmap("x", namespace)],
+    meanwhile.save_record(Release(SHOP, "0.9.0", "d"), [configmap("x", namespace=namespace)],
                           {"created": T0 - datetime.timedelta(minutes=1)})
     assert history.cleanup(2) == [record_name(SHOP, "0.9.0")]
 
@@ -468,7 +462,7 @@ def test_oversize_record_is_refused_before_anything_is_written(cluster, namespac
     before = cm_names(cluster, namespace)
     noise = base64.b64encode(os.urandom(1024 * 1024)).decode()
     release = Release(SHOP, "1.0.0", "d")
-    objects = [configmap("dashboards", namespace, blob=noise)]
+    objects = [configmap("dashboards", namespace=namespace, blob=noise)]
     with pytest.raises(HistoryError) as err:
         history.prepare_record(release, objects)
     assert "above the history limit of 921600 bytes (900 KiB)" in str(err.value)
@@ -489,8 +483,8 @@ def test_rewrite_api_versions_maps_renames_backs_up_and_is_idempotent(cluster, n
     history = store(cluster, namespace)
     renamed = Release(SHOP, "1.0.0", "d1")
     stuck = Release(SHOP, "2.0.0", "d2")
-    old_cm = configmap("settings", namespace, a="1")
-    renamed_name = history.save_record(renamed, [old_cm, deployment("web", namespace, "apps/v1beta2")])
+    old_cm = configmap("settings", namespace=namespace, a="1")
+    renamed_name = history.save_record(renamed, [old_cm, deployment("web", namespace, api_version="apps/v1beta2")])
     no_replacement = {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy", "metadata": {"name": "restricted"}}
     stuck_name = history.save_record(stuck, [no_replacement])
     originals = {name: get_cm(cluster, namespace, name) for name in (renamed_name, stuck_name)}
@@ -514,7 +508,7 @@ def test_rewrite_api_versions_maps_renames_backs_up_and_is_idempotent(cluster, n
     assert "PodSecurityPolicy/restricted" in failed["errors"][0] and "drop_removed: true" in failed["errors"][0]
 
     _meta, objects = history.load("1.0.0")
-    assert objects == [old_cm, deployment("web", namespace, "apps/v1")]
+    assert objects == [old_cm, deployment("web", namespace, api_version="apps/v1")]
     assert get_cm(cluster, namespace, stuck_name)["metadata"]["resourceVersion"] == \
         originals[stuck_name]["metadata"]["resourceVersion"]
     assert backup_name(stuck_name) not in cm_names(cluster, namespace)
@@ -541,7 +535,7 @@ def test_rewrite_backup_of_a_longest_record_name_fits(cluster, namespace):
     key = ReleaseKey(application="a" * 90, artifact="b" * 90, environment="c" * 60, tenant="t" * 40)
     version = "V" + "9" * 80 + "."
     history = store(cluster, namespace, key=key)
-    name = history.save_record(Release(key, version), [deployment("web", namespace, "apps/v1beta2")])
+    name = history.save_record(Release(key, version), [deployment("web", namespace, api_version="apps/v1beta2")])
     assert len(name) == 253
     report = history.rewrite_api_versions(cluster.discovery.served)
     assert len(report) == 1
@@ -561,21 +555,21 @@ def test_rewrite_backup_of_a_longest_record_name_fits(cluster, namespace):
 # --------------------------------------------------------------------------- helm
 
 
-def secret(name, namespace, type_="helm.sh/release.v1"):
+def helm_release_secret(name, namespace, type_="helm.sh/release.v1"):
     return {"apiVersion": "v1", "kind": "Secret", "type": type_, "metadata": {"name": name, "namespace": namespace},
             "data": {"release": base64.b64encode(b"H4sI").decode()}}
 
 
 def test_delete_helm_release_secrets_deletes_only_that_release(cluster, namespace):
     doomed = ["sh.helm.release.v1.web.v1", "sh.helm.release.v1.web.v2", "sh.helm.release.v1.web.v10"]
-    survivors = [secret("sh.helm.release.v1.other.v1", namespace),
-                 secret("sh.helm.release.v1.web-x.v1", namespace),
-                 secret("sh.helm.release.v1.web.v1.bak", namespace),
-                 secret("sh.helm.release.v1.web.v3", namespace, "Opaque"),
-                 secret("unrelated", namespace, "Opaque")]
-    for obj in [secret(name, namespace) for name in doomed] + survivors:
+    survivors = [helm_release_secret("sh.helm.release.v1.other.v1", namespace),
+                 helm_release_secret("sh.helm.release.v1.web-x.v1", namespace),
+                 helm_release_secret("sh.helm.release.v1.web.v1.bak", namespace),
+                 helm_release_secret("sh.helm.release.v1.web.v3", namespace, "Opaque"),
+                 helm_release_secret("unrelated", namespace, "Opaque")]
+    for obj in [helm_release_secret(name, namespace) for name in doomed] + survivors:
         cluster.apply(obj)
-    cluster.apply(configmap("sh.helm.release.v1.web.v4", namespace))
+    cluster.apply(configmap("sh.helm.release.v1.web.v4", namespace=namespace))
 
     deleted = store(cluster, namespace).delete_helm_release_secrets("web")
 

@@ -27,7 +27,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_f
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import stamp
 from tests.helpers import helm_binary
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
-from tests.integration.deploy_helpers import configmap, deploy, versions
+from tests.integration.deploy_helpers import deploy, versions
+from tests.objects import configmap
 from tests.integration.module_helpers import connection, key_of_test, packaged_chart, run_module, targz
 from tests.integration.playbook_helpers import sha256
 from tests.reliability import record

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import actions, configmap, job
+from tests.integration.deploy_helpers import actions
+from tests.objects import PAUSE, configmap, job
 
 pytestmark = pytest.mark.integration
 
@@ -94,7 +95,7 @@ def _replicaset(name, replicas=2):
             "metadata": {"name": name, "annotations": {"werf.io/delete-propagation": "Orphan"}},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"rs": name}},
                      "template": {"metadata": {"labels": {"rs": name}},
-                                  "spec": {"containers": [{"name": "app", "image": h.PAUSE}]}}}}
+                                  "spec": {"containers": [{"name": "app", "image": PAUSE}]}}}}
 
 
 def test_orphan_propagation_leaves_the_pods_of_a_pruned_replicaset(cluster, namespace, tmp_path):

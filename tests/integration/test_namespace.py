@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
-from tests.integration.deploy_helpers import actions, configmap, deploy, history_configmaps
+from tests.integration.deploy_helpers import actions, deploy, labelled_history
+from tests.objects import configmap
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ def test_create_namespace_creates_it_once(cluster, tmp_path):
         assert actions(first)["Namespace/%s" % ns] == "created"
         assert cluster.get("v1", "Namespace", None, ns)["metadata"]["labels"]["app.kubernetes.io/managed-by"] == \
             "manent"
-        assert history_configmaps(cluster, ns)
+        assert labelled_history(cluster, ns)
         second = deploy(cluster, tmp_path, [configmap("a", v="1")], ns, create_namespace=True)
         assert not second.changed and "Namespace/%s" % ns not in actions(second)
     finally:

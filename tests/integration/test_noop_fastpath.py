@@ -17,21 +17,21 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import actions, configmap, deployment, service
+from tests.integration.deploy_helpers import actions
+from tests.objects import PAUSE, configmap, deployment, secret, service
 
 pytestmark = pytest.mark.integration
 
 SECRET_VALUE = "fastpath-s3cr3t-Value-41ab"
 
 
-def _secret(value=SECRET_VALUE):
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "type": "Opaque",
-            "stringData": {"password": value}}
+def creds(value=SECRET_VALUE):
+    return secret("creds", string_data={"password": value})
 
 
-def _objects(image=h.PAUSE, settings=None, secret=SECRET_VALUE):
+def _objects(image=PAUSE, settings=None, secret=SECRET_VALUE):
     return [configmap("settings", **(settings or {"mode": "a", "level": "info"})), configmap("other", x="1"),
-            deployment("web", image=image), deployment("api"), service("web"), _secret(secret)]
+            deployment("web", image=image), deployment("api"), service("web"), creds(secret)]
 
 
 class _Deploys:
@@ -160,14 +160,14 @@ def test_deleted_and_relabelled_objects_are_reapplied(cluster, namespace, tmp_pa
 def test_removed_field_changed_image_and_changed_secret_are_applied(cluster, namespace, tmp_path):
     deploys = _Deploys(cluster, namespace, tmp_path)
     deploys(_objects())
-    result, kube = deploys(_objects(image=h.PAUSE + "-other", settings={"mode": "a"}, secret="changed-Value-9e2f"))
+    result, kube = deploys(_objects(image=PAUSE + "-other", settings={"mode": "a"}, secret="changed-Value-9e2f"))
     _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",
                               deploys.ref("Deployment", "web"): "configured",
                               deploys.ref("Secret", "creds"): "configured"})
     assert _patches(kube) == ["creds", "settings", "web"]
     assert cluster.get("v1", "ConfigMap", namespace, "settings")["data"] == {"mode": "a"}  # the field is gone
     web = cluster.get("apps/v1", "Deployment", namespace, "web")
-    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == h.PAUSE + "-other"
+    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == PAUSE + "-other"
     data = cluster.get("v1", "Secret", namespace, "creds")["data"]
     assert base64.b64decode(data["password"]).decode() == "changed-Value-9e2f"
     assert SECRET_VALUE not in h.dump(result) and "changed-Value-9e2f" not in h.dump(result)
@@ -334,7 +334,7 @@ def test_a_rerun_that_renders_differently_is_applied_and_said_but_drift_is_not_m
     rerun changes it, naming the object, never the value. A live object edited by someone else is re-applied
     without that warning: the rendering still equals the copy stored in history."""
     def rendered(generated):
-        return h.make_bundle([configmap("settings", mode="a"), _secret(generated)], namespace, version="1.0.0",
+        return h.make_bundle([configmap("settings", mode="a"), creds(generated)], namespace, version="1.0.0",
                              deployment="d-same-inputs")
 
     first = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))

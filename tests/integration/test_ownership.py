@@ -20,7 +20,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.client impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import KEY, actions, configmap, service
+from tests.integration.deploy_helpers import KEY, actions
+from tests.objects import configmap, service
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
 
 pytestmark = pytest.mark.integration
@@ -98,7 +99,7 @@ def test_objects_of_another_release_stop_the_deploy_before_any_write(cluster, na
     x = cluster.get("v1", "ConfigMap", namespace, "x")
     assert x["metadata"]["labels"] == x_before["metadata"]["labels"] == _release_labels(A)
     assert x["data"] == {"owner": "a"}
-    assert h.history_configmaps(cluster, namespace, B) == {}
+    assert h.labelled_history(cluster, namespace, B) == {}
     assert cluster.get("v1", "Namespace", None, extra) is None
     # efficient: the five ConfigMaps were read with one metadata LIST, the Service with one GET
     gets = [(p, q) for m, p, q in kube.calls if m == "GET"]
@@ -315,7 +316,7 @@ def test_role_stops_the_cluster_and_deploy_adopt_takes_over(clusters, inventory_
     assert "deploy_adopt: true" in entry["message"] and "nothing was written" in entry["message"]
     assert eu1a.get("v1", "ConfigMap", ns, "shared")["data"] == {"owner": "first"}
     assert eu1a.get("v1", "ConfigMap", ns, "second-own") is None
-    assert h.history_configmaps(eu1a, ns, ReleaseKey("second", "second", "test")) == {}
+    assert h.labelled_history(eu1a, ns, ReleaseKey("second", "second", "test")) == {}
 
     adopted = run_playbook("deploy", inventory_path, dict(release("second"), deploy_adopt=True), tmp_path,
                            limit=eu1a.name)

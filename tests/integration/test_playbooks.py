@@ -18,7 +18,7 @@ import yaml
 
 from tests.helpers import helm_binary
 from tests.integration.playbook_helpers import (
-    PAUSE, ROOT, SHOP, artifact, base_vars, deployment_ready, history_configmaps, resource_versions, run_playbook,
+    PAUSE, ROOT, SHOP, artifact, base_vars, deployment_ready, labelled_history, resource_versions, run_playbook,
     secret_values, sha256, shop_vars, vault_encrypt, write_inventory, write_manifest)
 
 ROLE = os.path.join(ROOT, "roles", "deploy")
@@ -220,7 +220,7 @@ def test_deploy_idempotence_check_mode_secrets_limit_checkpoint_and_rollback(clu
     for c in clusters:
         assert deployment_ready(c, ns, "shop"), c.name
         assert _greeting(c, ns) == "hello from 1.0.0"
-        assert len(history_configmaps(c, ns, "shop")) == 2, c.name  # locator + record of 1.0.0
+        assert len(labelled_history(c, ns, "shop")) == 2, c.name  # locator + record of 1.0.0
 
     # 2. Second run: no change anywhere (PLAY RECAP changed=0) and nothing rewritten; one request at a time
     # (deploy_concurrency reaches manent_apply: an invalid value would fail the apply task).
@@ -302,7 +302,7 @@ def test_checkpoint_stops_when_a_cluster_cannot_be_read(clusters, inventory_path
     for c in clusters:
         if c.name != "us1a":
             assert resource_versions(c, ns) == {}, c.name
-            assert history_configmaps(c, ns, "shop") == [], c.name
+            assert labelled_history(c, ns, "shop") == [], c.name
 
 
 # --------------------------------------------------------------------------- waves
@@ -338,12 +338,12 @@ def test_waves_stop_after_the_first_wave_with_a_failure(clusters, inventory_path
     assert run.recap["eu1a"]["failed"] == 1 and run.recap["eu1a"]["rescued"] == 1
     us1a = _by_name(clusters)["us1a"]
     assert us1a.get("apps/v1", "Deployment", ns, "web") is None
-    assert history_configmaps(us1a, ns, "web") == []
+    assert labelled_history(us1a, ns, "web") == []
     for name in ("eu1a", "eu1b"):
         c = _by_name(clusters)[name]
         assert c.get("apps/v1", "Deployment", ns, "web") is not None
         statuses = {cm["metadata"].get("labels", {}).get("manent.io/release-version"): cm["data"].get("status")
-                    for cm in history_configmaps(c, ns, "web") if cm["metadata"]["labels"]["manent.io/history"]
+                    for cm in labelled_history(c, ns, "web") if cm["metadata"]["labels"]["manent.io/history"]
                     == "record"}
         assert statuses == {"1.0.0": "failed"}, statuses
 
@@ -379,7 +379,7 @@ def test_a_rendering_that_fails_on_a_later_wave_stops_the_deploy_before_the_firs
     assert "settings.yaml" in run.summary["us1a"]["message"], run.summary
     for c in clusters:
         assert c.get("v1", "ConfigMap", ns, "settings") is None, c.name
-        assert history_configmaps(c, ns, "settings") == [], c.name
+        assert labelled_history(c, ns, "settings") == [], c.name
 
     # The same inventory without the bad value deploys every wave.
     inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"),
@@ -414,7 +414,7 @@ def test_the_wave_entry_point_without_its_plan_play_says_what_to_run(clusters, i
     assert "'__deploy_render' is undefined" not in run.output, run.explain()
     for c in clusters:
         assert c.get("v1", "ConfigMap", ns, "settings") is None, c.name
-        assert history_configmaps(c, ns, "settings") == [], c.name
+        assert labelled_history(c, ns, "settings") == [], c.name
 
 
 # --------------------------------------------------------------------------- audit
@@ -488,7 +488,7 @@ def test_demo_deploys_both_samples_wave_by_wave_then_rolls_back(clusters, invent
         assert deployment_ready(c, ns, "shop"), c.name
         assert deployment_ready(c, ns, "sample-manent-sample"), c.name
         records = {cm["metadata"]["labels"].get("manent.io/release-version"): cm["data"].get("status")
-                   for cm in history_configmaps(c, ns, "shop") if cm["metadata"]["labels"]["manent.io/history"]
+                   for cm in labelled_history(c, ns, "shop") if cm["metadata"]["labels"]["manent.io/history"]
                    == "record"}
         assert records == {"1.0.0": "deployed", "1.1.0": "rolled-back"}, records
     assert "1.0.0 deployed, 1.1.0 rolled-back" in run.output or "1.1.0 rolled-back" in run.output

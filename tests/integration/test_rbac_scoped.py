@@ -11,8 +11,10 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from tests.integration.deploy_helpers import configmap, deploy, history_configmaps, locator, versions
+from tests.integration.deploy_helpers import deploy, labelled_history, locator, versions
+from tests.objects import configmap
 from tests.reliability import record
+from tests.integration.kube import can_list
 
 pytestmark = pytest.mark.integration
 
@@ -32,12 +34,6 @@ def _scoped_token(cluster, namespace):
     return token
 
 
-def _can_list(kube, namespace):
-    try:
-        kube.get_json("/api/v1/namespaces/%s/configmaps" % namespace)
-        return True
-    except ManentError:
-        return False
 
 
 @pytest.fixture
@@ -45,7 +41,7 @@ def scoped(cluster, namespace):
     """A Kube of user manent-deployer, bound to a Role in ``namespace`` only."""
     token = _scoped_token(cluster, namespace)
     with Kube(cluster.connection(token=token)) as kube:
-        cluster.wait(lambda: _can_list(kube, namespace), what="RBAC for manent-deployer")
+        cluster.wait(lambda: can_list(kube, namespace), what="RBAC for manent-deployer")
         yield kube, token
 
 
@@ -56,7 +52,7 @@ def test_namespace_scoped_role_deploys_into_its_namespace(cluster, namespace, tm
                         wait=False)
         assert result.status == "deployed"
         assert locator(cluster, namespace)["version"] == "1.0.0"
-        assert len(history_configmaps(cluster, namespace)) == 2  # locator and record
+        assert len(labelled_history(cluster, namespace)) == 2  # locator and record
     except BaseException:
         record("rbac", case, False, source=__name__)
         raise

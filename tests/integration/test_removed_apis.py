@@ -29,16 +29,14 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.store im
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import RenderOptions, render, stamp
-from tests.integration.playbook_helpers import artifact, base_vars, run_history_module, run_playbook, write_manifest
+from tests.integration.playbook_helpers import (
+    artifact, base_vars, resource_versions, run_history_module, run_playbook, write_manifest)
+from tests.objects import configmap, deployment
 
 pytestmark = pytest.mark.integration
+REMOVED_API_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("networking.k8s.io/v1", "Ingress"))
 
 
-def deployment(ns, name, api_version="apps/v1"):
-    return {"apiVersion": api_version, "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}
 
 
 def ingress_v1(ns, name):
@@ -57,9 +55,6 @@ def psp(name):
                      "supplementalGroups": {"rule": "RunAsAny"}, "fsGroup": {"rule": "RunAsAny"}}}
 
 
-def configmap(ns, name, value):
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
-            "data": {"v": value}}
 
 
 def applied(cluster, obj, key, version="1.0.0"):
@@ -93,26 +88,19 @@ def rollback(cluster, ns, key):
     return Deployer(cluster.kube, cluster.discovery, DeployOptions(prune=True, wait_timeout=60)).rollback(ns, key)
 
 
-def resource_versions(cluster, ns):
-    out = {}
-    for api_version, kind in (("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("networking.k8s.io/v1", "Ingress")):
-        for o in cluster.list(api_version, kind, ns):
-            if o["metadata"]["name"] != "kube-root-ca.crt":  # added to every namespace by the root CA publisher
-                out["%s/%s" % (kind, o["metadata"]["name"])] = o["metadata"]["resourceVersion"]
-    return out
 
 
 def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namespace, tmp_path):
     key = ReleaseKey("legacy", "legacy", "prod")
     # What the cluster really holds (written back then through versions that were served at the time).
-    applied(cluster, deployment(namespace, "legacy-web"), key)
+    applied(cluster, deployment("legacy-web", namespace, container="c"), key)
     applied(cluster, ingress_v1(namespace, "legacy-ing"), key)
-    applied(cluster, configmap(namespace, "settings", "1"), key)
+    applied(cluster, configmap("settings", namespace=namespace, v="1"), key)
     write_old_history(cluster, namespace, key, "1.0.0", [
-        deployment(namespace, "legacy-web", "apps/v1beta2"), ingress_v1beta1(namespace, "legacy-ing"),
-        configmap(namespace, "settings", "1")])
+        deployment("legacy-web", namespace, api_version="apps/v1beta2", container="c"), ingress_v1beta1(namespace, "legacy-ing"),
+        configmap("settings", namespace=namespace, v="1")])
 
-    result = deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path)
+    result = deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2")], tmp_path)
 
     assert result.status == "deployed" and result.previous == "1.0.0"
     assert sorted(result.pruned) == ["Deployment/%s/legacy-web" % namespace, "Ingress/%s/legacy-ing" % namespace]
@@ -123,11 +111,11 @@ def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namesp
 
 def test_rollback_maps_pure_renames_and_says_so(cluster, namespace, tmp_path):
     key = ReleaseKey("renamed", "renamed", "prod")
-    applied(cluster, deployment(namespace, "legacy-web"), key)
-    write_old_history(cluster, namespace, key, "1.0.0", [deployment(namespace, "legacy-web", "apps/v1beta2"),
-                                                         configmap(namespace, "settings", "1")])
-    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2"),
-                                                  deployment(namespace, "new-web")], tmp_path)
+    applied(cluster, deployment("legacy-web", namespace, container="c"), key)
+    write_old_history(cluster, namespace, key, "1.0.0", [deployment("legacy-web", namespace, api_version="apps/v1beta2", container="c"),
+                                                         configmap("settings", namespace=namespace, v="1")])
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2"),
+                                                  deployment("new-web", namespace, container="c")], tmp_path)
     cluster.assert_deleted("apps/v1", "Deployment", namespace, "legacy-web", timeout=60)  # pruned by 2.0.0
 
     result = rollback(cluster, namespace, key)
@@ -144,9 +132,9 @@ def test_rollback_refuses_a_kind_without_replacement_before_any_change(cluster, 
     key = ReleaseKey("psp", "psp", "prod")
     cluster.apply(ingress_v1(namespace, "legacy-ing"))
     write_old_history(cluster, namespace, key, "1.0.0", [ingress_v1beta1(namespace, "legacy-ing"), psp("restricted"),
-                                                         configmap(namespace, "settings", "1")])
-    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
-    before = resource_versions(cluster, namespace)
+                                                         configmap("settings", namespace=namespace, v="1")])
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2")], tmp_path, prune=False)
+    before = resource_versions(cluster, namespace, REMOVED_API_KINDS)
 
     with pytest.raises(InputError) as err:
         rollback(cluster, namespace, key)
@@ -154,7 +142,7 @@ def test_rollback_refuses_a_kind_without_replacement_before_any_change(cluster, 
     text = str(err.value)
     assert "PodSecurityPolicy/restricted" in text and "policy/v1beta1" in text and "no replacement" in text
     assert "drop_removed: true" in text
-    assert resource_versions(cluster, namespace) == before
+    assert resource_versions(cluster, namespace, REMOVED_API_KINDS) == before
 
 
 def test_api_server_deprecation_warnings_name_the_object(cluster, namespace, tmp_path):
@@ -284,7 +272,7 @@ def legacy_release(ns, tmp_path):
                   "additionalPrinterColumns": [{"name": "Size", "type": "integer", "JSONPath": ".spec.size"}]}},
         psp("%s-restricted" % ns),
         dict(psp("%s-legacy" % ns), apiVersion="extensions/v1beta1"),
-        configmap(ns, "settings", "1"),
+        configmap("settings", namespace=ns, v="1"),
     ]
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         objects.append({"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": kind, "metadata": cluster_meta,
@@ -365,7 +353,7 @@ def test_every_removed_kind_audit_rewrite_rollback(cluster, namespace, tmp_path,
     covered = {o["kind"] for o in objects if apiversions.lookup(o["apiVersion"], o["kind"])}
     assert {e.kind for e in apiversions.entries() if e.removed_in} - covered == NOT_STORED, "a removed kind is missing"
     write_old_history(cluster, namespace, key, "1.0.0", objects)
-    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2")], tmp_path, prune=False)
     mappings = tmp_path / "api-mappings.yml"
     mappings.write_text(MAPPINGS)
 
@@ -419,7 +407,7 @@ def test_every_removed_kind_rollback_converts_in_memory(cluster, namespace, tmp_
     key = ReleaseKey("memory", "memory", "prod")
     objects = legacy_release(namespace, tmp_path)
     write_old_history(cluster, namespace, key, "1.0.0", objects)
-    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2")], tmp_path, prune=False)
     mappings = tmp_path / "api-mappings.yml"
     mappings.write_text(MAPPINGS)
 
@@ -456,14 +444,14 @@ def test_a_rewrite_anchors_again_only_what_the_anchor_vouched_for(cluster, names
     try:
         for vouched, key in ((True, ReleaseKey("anchored", "anchored", "prod")),
                              (False, ReleaseKey("unanchored", "unanchored", "prod"))):
-            write_old_history(cluster, namespace, key, "1.0.0", [priority, configmap(namespace, "settings", "1")])
+            write_old_history(cluster, namespace, key, "1.0.0", [priority, configmap("settings", namespace=namespace, v="1")])
             stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
             if vouched:
                 cluster.kube.request("PATCH", "/api/v1/namespaces/%s" % namespace,
                                      content_type="application/merge-patch+json", body={"metadata": {"annotations": {
                                          history_anchor.annotation(key): json.dumps(
                                              {"1.0.0": history_anchor.digest(stored)})}}})
-            deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path,
+            deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2")], tmp_path,
                        prune=False)
             done = run_history_module(cluster, namespace, key, operation="rewrite")
             assert done["changed"] is True, done
@@ -496,12 +484,12 @@ def test_a_rewrite_that_drops_every_cluster_scoped_object_keeps_the_record_vouch
              "metadata": {"name": "%s-added" % namespace}, "rules": []}
     try:
         write_old_history(cluster, namespace, key, "1.0.0", [psp("%s-old" % namespace),
-                                                             configmap(namespace, "settings", "1")])
+                                                             configmap("settings", namespace=namespace, v="1")])
         stored = HistoryStore(cluster.kube, namespace, key).load("1.0.0")[1]
         cluster.kube.request("PATCH", "/api/v1/namespaces/%s" % namespace, content_type="application/merge-patch+json",
                              body={"metadata": {"annotations": {history_anchor.annotation(key): json.dumps(
                                  {"1.0.0": history_anchor.digest(stored)})}}})
-        deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2"), added], tmp_path,
+        deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2"), added], tmp_path,
                    prune=False)
         done = run_history_module(cluster, namespace, key, operation="rewrite", drop_removed=True)
         assert done["changed"] is True, done
@@ -529,11 +517,11 @@ def test_role_rollback_passes_api_mappings_and_drop_removed(cluster, inventory_p
                      "metadata": {"name": "%s-legacy" % namespace}, "spec": {"controller": "example.com/legacy"}}
     write_old_history(cluster, namespace, key, "1.0.0", [ingress_v1beta1(namespace, "legacy-ing"), alpha,
                                                          psp("%s-role" % namespace), ingress_class,
-                                                         configmap(namespace, "settings", "1")])
-    deploy_new(cluster, namespace, key, "2.0.0", [configmap(namespace, "settings", "2")], tmp_path, prune=False)
+                                                         configmap("settings", namespace=namespace, v="1")])
+    deploy_new(cluster, namespace, key, "2.0.0", [configmap("settings", namespace=namespace, v="2")], tmp_path, prune=False)
     mappings = tmp_path / "api-mappings.yml"
     mappings.write_text(MAPPINGS)
-    manifest = write_manifest(str(tmp_path / "unused.yaml"), [configmap(namespace, "settings", "3")])
+    manifest = write_manifest(str(tmp_path / "unused.yaml"), [configmap("settings", namespace=namespace, v="3")])
     extra = base_vars(tmp_path, namespace, deploy_application="legacy", deploy_environment="test",
                       deploy_artifact=artifact("legacy", "2.0.0", manifest))
 

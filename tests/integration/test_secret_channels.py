@@ -13,7 +13,7 @@ import stat
 import pytest
 
 from tests.helpers import helm_binary
-from tests.integration.playbook_helpers import artifact, base_vars, history_configmaps, run_playbook, write_inventory
+from tests.integration.playbook_helpers import artifact, base_vars, labelled_history, run_playbook, write_inventory
 from tests.integration.module_helpers import packaged_chart
 from tests.reliability import record
 
@@ -70,7 +70,7 @@ def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path
                 "ansible-playbook -vvv --diff output (failure)": runs[1].output,
                 "summary file": json.dumps(runs[0].summary),
                 "helm argv and environment": dump.read_text(),
-                "history ConfigMaps": json.dumps(history_configmaps(cluster, namespaces, "secretive"))}
+                "history ConfigMaps": json.dumps(labelled_history(cluster, namespaces, "secretive"))}
     assert "ARGV:" in channels["helm argv and environment"], "the wrapper helm was not used"
     assert channels["history ConfigMaps"] != "[]"
     assert cluster.get("v1", "Secret", namespaces, "creds") is not None

@@ -19,7 +19,7 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import STATUS_FAILED
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
-from tests.integration.deploy_helpers import history_configmaps, locator, mid_rollout, record_status
+from tests.integration.deploy_helpers import labelled_history, locator, mid_rollout, record_status
 from tests.integration.playbook_helpers import (
     app_objects, artifact, base_vars, run_playbook, start_playbook, write_manifest)
 from tests.integration.process_helpers import kill_all, new_marker, wait_gone
@@ -79,5 +79,5 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
     assert "broke the release lock" not in again.output
     loc = locator(cluster, namespace, KEY)
     assert (loc["version"], loc["lockHolder"]) == ("4.0.0", ""), loc
-    assert sorted(history_configmaps(cluster, namespace, KEY)) == sorted(
+    assert sorted(labelled_history(cluster, namespace, KEY)) == sorted(
         [locator_name(KEY)] + [record_name(KEY, v) for v in ("1.0.0", "2.0.0", "3.0.0", "4.0.0")])

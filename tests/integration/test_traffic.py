@@ -26,9 +26,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline 
     RenderOptions, choose_traffic_slot, default_deployment_id, render, stamp)
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import Traffic, TrafficOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import choose_slot
-from tests.integration.deploy_helpers import KEY, deployer, deployment, locator, record_status, write_artifact
+from tests.integration.deploy_helpers import KEY, deployer, locator, record_status, write_artifact
+from tests.objects import deployment
 from tests.integration.route_helpers import (
-    TESTERS, AutoController, create, destination_rule, httproute, read, rule, virtualservice, weights)
+    TESTERS, AutoController, create, destination_rule, httproute, read, replicas, rule, virtualservice, weights)
 
 pytestmark = pytest.mark.integration
 
@@ -76,9 +77,6 @@ def traffic(cluster, namespace, **options):
     return Traffic(cluster.kube, Discovery(cluster.kube), namespace, KEY, TrafficOptions(**defaults))
 
 
-def replicas(cluster, namespace, name):
-    live = cluster.get("apps/v1", "Deployment", namespace, name)
-    return None if live is None else live["spec"]["replicas"]
 
 
 def route_ref(namespace):

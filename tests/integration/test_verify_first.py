@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError
 from tests.integration import deploy_helpers as h
+from tests.objects import configmap, deployment, service
 
 pytestmark = pytest.mark.integration
 
@@ -29,20 +30,20 @@ def _dry_runs(monkeypatch):
 
 
 def _v1():
-    return [h.configmap("settings", mode="one"), h.deployment("web"), h.service("web")]
+    return [configmap("settings", mode="one"), deployment("web"), service("web")]
 
 
 def test_an_upgrade_the_server_refuses_changes_nothing(cluster, namespace, tmp_path, monkeypatch):
     assert h.deploy(cluster, tmp_path, _v1(), namespace).status == "deployed"
     before, locator, records = (h.versions(cluster, namespace), h.locator(cluster, namespace),
-                                sorted(h.history_configmaps(cluster, namespace)))
-    moved = h.deployment("web")
+                                sorted(h.labelled_history(cluster, namespace)))
+    moved = deployment("web")
     moved["spec"]["selector"]["matchLabels"] = {"app": "web", "track": "new"}  # immutable in apps/v1
     moved["spec"]["template"]["metadata"]["labels"]["track"] = "new"
-    wide = h.service("web", port=70000)  # out of range: the server's validation refuses it
+    wide = service("web", port=70000)  # out of range: the server's validation refuses it
     sent = _dry_runs(monkeypatch)
     with pytest.raises(ApplyError) as err:
-        h.deploy(cluster, tmp_path, [h.configmap("settings", mode="two"), moved, wide, h.configmap("added", a="1")],
+        h.deploy(cluster, tmp_path, [configmap("settings", mode="two"), moved, wide, configmap("added", a="1")],
                  namespace, version="2.0.0")
     text = str(err.value)
     assert "2 object(s) refused by the API server's dry run; nothing was written" in text
@@ -52,15 +53,15 @@ def test_an_upgrade_the_server_refuses_changes_nothing(cluster, namespace, tmp_p
     # nothing written: objects, history records and the pointer as they were; the new ConfigMap not created
     assert h.versions(cluster, namespace) == before
     assert h.locator(cluster, namespace) == locator
-    assert sorted(h.history_configmaps(cluster, namespace)) == records
+    assert sorted(h.labelled_history(cluster, namespace)) == records
     # all four objects to write were dry-run (the new one too), in one pass
     assert sorted(sent) == sorted(["configmaps/settings", "deployments/web", "services/web", "configmaps/added"])
 
 
 def _many():
     """Four or more objects of each kind (the deploy LISTs these before its first write in any case)."""
-    configmaps = [h.configmap("settings-%d" % i, mode="one") for i in range(5)]
-    return configmaps + [h.service("web-%d" % i) for i in range(4)]
+    configmaps = [configmap("settings-%d" % i, mode="one") for i in range(5)]
+    return configmaps + [service("web-%d" % i) for i in range(4)]
 
 
 def test_unchanged_objects_and_a_first_install_send_no_dry_run(cluster, namespace, tmp_path, monkeypatch):
@@ -85,7 +86,7 @@ def test_a_first_install_of_a_few_objects_lists_them_and_its_refused_object_fail
     fails the deploy at its tier, the record marked failed, as before, and nothing claimed in service."""
     sent = _dry_runs(monkeypatch)
     with pytest.raises(ApplyError) as err:
-        h.deploy(cluster, tmp_path, [h.configmap("settings", mode="one"), h.service("web", port=70000)], namespace)
+        h.deploy(cluster, tmp_path, [configmap("settings", mode="one"), service("web", port=70000)], namespace)
     assert sent == []
     assert "1 object(s) failed to apply" in str(err.value) and "70000" in str(err.value)
     assert h.record_status(cluster, namespace, "1.0.0") == "failed"
@@ -94,10 +95,10 @@ def test_a_first_install_of_a_few_objects_lists_them_and_its_refused_object_fail
 
 def test_objects_a_delete_policy_recreates_are_not_refused_for_an_immutable_field(cluster, namespace, tmp_path):
     """An object that a delete policy recreates when an immutable field changed is left to its tier."""
-    web = h.deployment("web", annotations={"werf.io/delete-policy": "before-creation-if-immutable"})
-    assert h.deploy(cluster, tmp_path, [h.configmap("settings", mode="one"), web], namespace).status == "deployed"
+    web = deployment("web", annotations={"werf.io/delete-policy": "before-creation-if-immutable"})
+    assert h.deploy(cluster, tmp_path, [configmap("settings", mode="one"), web], namespace).status == "deployed"
     web["spec"]["selector"]["matchLabels"] = {"app": "web", "track": "new"}
     web["spec"]["template"]["metadata"]["labels"]["track"] = "new"
-    result = h.deploy(cluster, tmp_path, [h.configmap("settings", mode="two"), web], namespace, version="2.0.0")
+    result = h.deploy(cluster, tmp_path, [configmap("settings", mode="two"), web], namespace, version="2.0.0")
     assert result.status == "deployed"
     assert h.actions(result)["Deployment/%s/web" % namespace] == "recreated"

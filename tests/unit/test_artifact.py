@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import os
 import tarfile
@@ -16,6 +15,7 @@ import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import artifact
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ArtifactError, InputError
+from tests.helpers import sha256_of
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "artifact")
 SHA_ZERO = "0" * 64
@@ -56,8 +56,6 @@ def _bytes(path):
         return handle.read()
 
 
-def sha256_of(data):
-    return hashlib.sha256(data).hexdigest()
 
 
 def _archive_cases():

@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import discovery as disc
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, DiscoveryError
+from tests.unit.fakes import FakeKube, Response
 
 CORE = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": ""}, "versions": [
     {"version": "v1", "resources": [{"resource": "configmaps", "responseKind": {"kind": "ConfigMap"},
@@ -21,32 +22,26 @@ GROUPS = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": "apps
                                      "scope": "Namespaced", "verbs": ["get", "patch"]}]}]}]}
 
 
-class _Response:
-    def __init__(self, data):
-        self.data = data
-
-
-class _Kube:
+class _Kube(FakeKube):
     """Answers discovery; ``gate``: both documents and the version must be asked before any is answered;
     ``docs``: other answers by path (legacy discovery)."""
 
-    url = "https://api.example:6443"
-
     def __init__(self, version=("1", "34", "v1.34.4"), fail=None, gate=False, version_fails=None, docs=None):
-        self.calls, self.fail, self._version, self.version_fails = [], fail, version, version_fails
+        super().__init__()
+        self.fail, self._version, self.version_fails = fail, version, version_fails
         self.docs = dict({"/api": CORE, "/apis": GROUPS}, **(docs or {}))
         self._barrier = threading.Barrier(gate, timeout=5) if gate else None
 
-    def request(self, method, path, **_kw):
-        self.calls.append((method, path))
+    def request(self, method, path, **kwargs):
+        self.calls.append((method, path))  # the order of paths is what these tests look at
+        return Response(self.answer(method, path, **kwargs))
+
+    def answer(self, method, path, **_kw):
         if self.fail:
             raise ApiError(self.fail, status=503)
         if self._barrier is not None:
             self._barrier.wait()
-        return _Response(self.docs[path])
-
-    def get_json(self, path, **kw):
-        return self.request("GET", path, **kw).data
+        return self.docs[path]
 
     def version(self):
         self.calls.append(("GET", "/version"))

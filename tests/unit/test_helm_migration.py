@@ -7,29 +7,29 @@ Helm's release Secrets and the rendering as helm upgrade run against real cluste
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.helm_migration import helm_release_exists
+from tests.unit.fakes import FakeKube
 
 
-class _Kube:
+class _Secrets(FakeKube):
     def __init__(self, items):
+        super().__init__()
         self.items = items
-        self.sent = []
 
-    def get_json(self, path, subject=None, query=None):
-        self.sent.append((path, query))
+    def answer(self, method, path, **kwargs):
         return {"items": self.items}
 
 
 def test_one_list_of_helm_release_secrets_not_uninstalled_at_most_one_item():
-    kube = _Kube([{"metadata": {"name": "sh.helm.release.v1.shop.v3"}}])
+    kube = _Secrets([{"metadata": {"name": "sh.helm.release.v1.shop.v3"}}])
     assert helm_release_exists(kube, "prod", "shop") is True
-    assert kube.sent == [("/api/v1/namespaces/prod/secrets", {
+    assert kube.sent("query") == [("GET", "/api/v1/namespaces/prod/secrets", {
         "fieldSelector": "type=helm.sh/release.v1", "labelSelector": "owner=helm,name=shop,status!=uninstalled",
         "limit": "1"})]
-    assert helm_release_exists(_Kube([]), "prod", "shop") is False
+    assert helm_release_exists(_Secrets([]), "prod", "shop") is False
 
 
 def test_a_name_no_helm_release_can_have_sends_nothing():
-    kube = _Kube([{"metadata": {"name": "x"}}])
+    kube = _Secrets([{"metadata": {"name": "x"}}])
     for name in ("", None, "a,b", "owner=helm", "x" * 64):
         assert helm_release_exists(kube, "prod", name) is False
-    assert kube.sent == []
+    assert kube.calls == []

@@ -16,6 +16,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_f
     decode_record, encode_record)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from tests.unit.fakes import FakeKube
 
 SHOP = ReleaseKey(application="shop", artifact="shop-api", environment="prod")
 ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "shop-read"},
@@ -78,39 +79,41 @@ def test_an_unreadable_annotation_anchors_nothing():
     assert ha.parse({"metadata": {}}, SHOP) == {} and ha.parse(None, SHOP) == {}
 
 
-class _Kube:
-    """Records the requests of history_anchor.write; answers GET with ``namespace``."""
+class _Namespace(FakeKube):
+    """Answers a GET with ``namespace``; records the requests of history/anchor.py's write."""
 
     def __init__(self, namespace):
+        super().__init__()
         self.namespace = namespace
-        self.sent = []
 
-    def get_json(self, path, subject=None):
-        self.sent.append(("GET", path, None))
-        return self.namespace
+    def answer(self, method, path, **kwargs):
+        return self.namespace if method == "GET" else {}
 
-    def request(self, method, path, body=None, content_type=None, subject=None, query=None):
-        self.sent.append((method, path, body, content_type))
+
+def _sent(kube):
+    return [(m, p, b, c if m != "GET" else None) for m, p, b, c in kube.sent("body", "content_type")]
 
 
 def test_write_patches_only_its_annotation_and_only_when_it_changes():
-    kube = _Kube({"metadata": {"name": "shop-prod", "annotations": {"other": "x"}}})
+    kube = _Namespace({"metadata": {"name": "shop-prod", "annotations": {"other": "x"}}})
     assert ha.write(kube, "shop-prod", SHOP, "1.0.0", [CM]) is None
-    assert kube.sent == []  # nothing cluster-scoped: not even a read
+    assert kube.calls == []  # nothing cluster-scoped: not even a read
     assert ha.write(kube, "shop-prod", SHOP, "1.0.0", [CM, ROLE]) is None
-    method, path, body, content_type = kube.sent[-1]
+    method, path, body, content_type = _sent(kube)[-1]
     assert (method, path, content_type) == ("PATCH", "/api/v1/namespaces/shop-prod", "application/merge-patch+json")
     assert list(body["metadata"]["annotations"]) == [ha.annotation(SHOP)]
     assert json.loads(body["metadata"]["annotations"][ha.annotation(SHOP)]) == {"1.0.0": ha.digest([ROLE])}
     kube.namespace["metadata"]["annotations"].update(body["metadata"]["annotations"])
-    kube.sent.clear()
+    kube.calls.clear()
     assert ha.write(kube, "shop-prod", SHOP, "1.0.0", [ROLE, CM]) is None
-    assert [sent[0] for sent in kube.sent] == ["GET"]  # already anchored, newest
+    assert [sent[0] for sent in _sent(kube)] == ["GET"]  # already anchored, newest
 
 
 def test_a_namespace_that_cannot_be_patched_leaves_a_note():
-    class Refusing(_Kube):
-        def request(self, method, path, body=None, content_type=None, subject=None, query=None):
+    class Refusing(_Namespace):
+        def answer(self, method, path, subject=None, **kwargs):
+            if method == "GET":
+                return self.namespace
             raise ApiError("namespaces \"shop-prod\" is forbidden", status=403, reason="Forbidden", subject=subject)
 
     note = ha.write(Refusing({"metadata": {"name": "shop-prod"}}), "shop-prod", SHOP, "1.0.0", [ROLE])
@@ -119,11 +122,11 @@ def test_a_namespace_that_cannot_be_patched_leaves_a_note():
 
 def test_a_record_without_cluster_scoped_objects_is_anchored_once_the_key_has_anchors():
     anchored = {"metadata": {"name": "shop-prod", "annotations": {ha.annotation(SHOP): json.dumps({"1.0.0": "d"})}}}
-    kube = _Kube(copy.deepcopy(anchored))
+    kube = _Namespace(copy.deepcopy(anchored))
     assert ha.write(kube, "shop-prod", SHOP, "2.0.0", [CM], namespace_obj={"metadata": {"name": "shop-prod"}}) is None
-    assert kube.sent == []  # the key had no anchors when the deploy read the Namespace: nothing sent
+    assert kube.calls == []  # the key had no anchors when the deploy read the Namespace: nothing sent
     assert ha.write(kube, "shop-prod", SHOP, "2.0.0", [CM], namespace_obj=anchored) is None
-    body = kube.sent[-1][2]
+    body = _sent(kube)[-1][2]
     assert json.loads(body["metadata"]["annotations"][ha.annotation(SHOP)]) == {"1.0.0": "d", "2.0.0": ""}
 
 
@@ -138,12 +141,12 @@ def test_only_an_anchor_of_the_version_vouches_for_its_record():
 
 
 def test_an_unreadable_namespace_reads_as_no_namespace_and_no_anchors():
-    class Missing(_Kube):
-        def get_json(self, path, subject=None):
+    class Missing(_Namespace):
+        def answer(self, method, path, subject=None, **kwargs):
             raise ApiError("namespaces \"shop-prod\" not found", status=404, reason="NotFound", subject=subject)
 
     assert ha.read_namespace(Missing(None), "shop-prod") is None and ha.read(Missing(None), "shop-prod", SHOP) == {}
     anchored = {"metadata": {"name": "shop-prod", "annotations": {ha.annotation(SHOP): json.dumps({"1.0.0": "d"})}}}
-    kube = _Kube(anchored)
+    kube = _Namespace(anchored)
     assert ha.read_namespace(kube, "shop-prod") is anchored and ha.read(kube, "shop-prod", SHOP) == {"1.0.0": "d"}
-    assert kube.sent == [("GET", "/api/v1/namespaces/shop-prod", None)] * 2
+    assert [(m, p) for m, p, _b, _c in _sent(kube)] == [("GET", "/api/v1/namespaces/shop-prod")] * 2

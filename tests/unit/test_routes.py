@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio im
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
     Target, current_weights, set_weights)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
+from tests.integration.route_helpers import weights
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "routes")
 TESTERS = {"name": "x-canary", "value": "always"}
@@ -39,10 +40,6 @@ def table(name):
     return [pytest.param(case, id=case["name"]) for case in load(name)]
 
 
-def weights(rule, service="shop"):
-    """{slot: weight} of a Gateway API rule's slot backends."""
-    return {ref["name"][-1]: ref.get("weight") for ref in rule["backendRefs"]
-            if ref["name"] in ("%s-a" % service, "%s-b" % service)}
 
 
 def without_weights(rule):

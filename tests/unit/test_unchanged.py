@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import (
     UnchangedFinder, digest_values, holds, rendered_differently)
+from tests.unit.fakes import FakeDiscovery, FakeKube
 
 LABELS = {"app.kubernetes.io/managed-by": "manent", "manent.io/application": "shop", "manent.io/artifact": "shop",
           "manent.io/environment": "test", "manent.io/tenant": "untenanted"}
@@ -124,13 +125,8 @@ def test_secret_key_owned_under_the_other_field_does_not_hold():
     assert holds(desired, live) is False
 
 
-class _Discovery:
-    def served(self, api_version, kind):
-        return kind != "Unserved"
-
-
 class _Reader:
-    discovery = _Discovery()
+    discovery = FakeDiscovery(unserved=("Unserved",))
     concurrency = 1
 
 
@@ -173,19 +169,14 @@ def test_a_rerun_rendering_differently_from_its_stored_copy_is_found_but_not_obj
     assert rendered_differently([same, regenerated], None) == []
 
 
-class _Response:
-    def __init__(self, data):
-        self.data = data
-
-
-class _PagedKube:
+class _PagedKube(FakeKube):
     """Answers LISTs in pages of one item; ``fail`` paths answer an API error."""
 
     def __init__(self, items, fail=()):
-        self.items, self.fail, self.calls = items, set(fail), []
+        super().__init__()
+        self.items, self.fail = items, set(fail)
 
-    def request(self, method, path, query=None, **_kw):
-        self.calls.append((method, path, dict(query or {})))
+    def answer(self, method, path, query=None, **_kw):
         if path in self.fail:
             raise ApiError("etcd unavailable", status=503, transient=True)
         items = self.items.get(path, [])
@@ -193,7 +184,7 @@ class _PagedKube:
         page = {"items": [copy.deepcopy(i) for i in items[start:start + 1]], "metadata": {}}
         if start + 1 < len(items):
             page["metadata"]["continue"] = str(start + 1)
-        return _Response(page)
+        return page
 
 
 class _ListReader(_Reader):
@@ -219,10 +210,10 @@ def test_read_pages_each_kind_once_with_the_release_selector_and_digests_secrets
     live = UnchangedFinder(_ListReader(kube), wanted).read(wanted)
     assert sorted(k.name for k in live) == ["a", "b", "s"]
     assert "s3cr3t-zz" not in str(live) and base64.b64encode(b"s3cr3t-zz").decode() not in str(live)
-    paths = [(p, q.get("continue")) for _m, p, q in kube.calls]
+    paths = [(p, q.get("continue")) for _m, p, q in kube.sent("query")]
     assert paths == [("/api/v1/namespaces/ns/configmaps", None), ("/api/v1/namespaces/ns/configmaps", "1"),
                      ("/api/v1/namespaces/ns/configmaps", "2"), ("/api/v1/namespaces/ns/secrets", None)]
-    assert all("manent.io/application=shop" in q["labelSelector"] for _m, _p, q in kube.calls)
+    assert all("manent.io/application=shop" in q["labelSelector"] for _m, _p, q in kube.sent("query"))
 
 
 def test_a_failed_list_leaves_its_objects_to_apply():
@@ -245,4 +236,4 @@ def test_a_snapshot_is_read_once_and_a_failed_list_is_read_again_when_its_tier_c
     finder.find(wanted[:2], snapshot)
     assert kube.calls == []  # both ConfigMaps were listed: nothing is read again
     finder.find(wanted, snapshot)
-    assert [p for _m, p, _q in kube.calls] == ["/api/v1/namespaces/ns/secrets"]  # its LIST failed: read again
+    assert [p for _m, p in kube.sent()] == ["/api/v1/namespaces/ns/secrets"]  # its LIST failed: read again
