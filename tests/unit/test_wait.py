@@ -306,3 +306,44 @@ def test_poll_checks_once_more_at_the_deadline_then_gives_up():
     assert done is False
     assert calls == [0.0, 1.0, 2.0, 2.5] and clock.sleeps == [1.0, 1.0, 0.5]
     assert between == [1000.0, 1001.0, 1002.0]  # before each sleep, never after the last check
+
+
+# --------------------------------------------------------------------------- polled: objects that go away
+
+
+def _job(state):
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "hook", "namespace": "shop", "annotations": {"manent.io/wait": "true"}},
+           "spec": {"backoffLimit": 0}, "status": {"startTime": "2024-05-02T10:00:00Z", "active": 1}}
+    if state == "deleting":
+        job["metadata"]["deletionTimestamp"] = "2024-05-02T10:00:09Z"
+        job["status"] = {"startTime": "2024-05-02T10:00:00Z", "succeeded": 1,
+                         "conditions": [{"type": "Complete", "status": "True"}]}
+    return job
+
+
+def test_a_job_read_complete_while_its_ttl_deletes_it_is_complete():
+    job = _job("running")
+    result, _fetch, _clock = run([job], {ref(job): [job, _job("deleting"), None]})
+    assert [(e["status"], e["message"]) for e in result] == [("Current", "Job Completed. succeeded: 1/1")]
+
+
+def test_a_job_gone_between_two_polls_fails_at_once_and_is_never_called_not_visible_yet():
+    job = _job("running")
+    clock = FakeClock()
+    with pytest.raises(WaitError) as info:
+        run([job], {ref(job): [job, None]}, clock=clock, timeout=300.0)
+    assert info.value.permanent and clock.elapsed == 1.0
+    assert str(info.value).startswith(
+        "Job/shop/hook: gone between two reads, so its last changes were not seen; last seen: InProgress: Job in "
+        "progress. succeeded: 0/1, active: 1, failed: 0: its outcome was not observed")
+    assert "not visible yet" not in str(info.value)
+
+
+def test_a_workload_gone_after_it_was_seen_says_so_until_the_deadline():
+    web = deployment("web", ready=0)
+    with pytest.raises(WaitError) as info:
+        run([web], {ref(web): [web, None]}, timeout=3.0)
+    assert info.value.permanent is False
+    assert info.value.statuses[0]["message"] == ("gone between two reads, so its last changes were not seen; last "
+                                                 "seen: InProgress: Available: 0/2")
