@@ -180,7 +180,7 @@ class Traffic:
         if self.options.dry_run or not workloads:
             return []
         return wait_for(workloads, self._get, list_pods=lambda obj: pods_of(self.kube, obj),
-                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress)
+                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress, watch=self.reader)
 
     def _resize(self, objects, percent, result, grow):
         """Proportional replicas for ``percent``: only growing (``grow``) or only shrinking."""
