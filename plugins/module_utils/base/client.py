@@ -166,7 +166,7 @@ class Stream:
         try:
             for chunk in self._response.stream(amt=None, decode_content=True):
                 buffer += chunk
-                while b"\n" in buffer:
+                while b"\n" in buffer and not self._closed:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)

@@ -69,6 +69,7 @@ class Collection:
         self._notify = notify or (lambda: None)
         self._lock = threading.Lock()
         self._live, self._last, self._gone, self._settled = {}, {}, {}, {}
+        self._changed = set()  # names whose state changed since the last changed()
         self.version = None  # the resourceVersion to resume from; None: LIST first
         self.listed = False
         self.trouble = ""  # why it cannot be read now (a transient error); "" once it can
@@ -95,6 +96,12 @@ class Collection:
         with self._lock:
             return [self._settled[name] for name in self._gone if name in self._settled]
 
+    def changed(self):
+        """The names whose state changed since the last call."""
+        with self._lock:
+            out, self._changed = self._changed, set()
+        return out
+
     def _wanted(self, name):
         return self.names is None or name in self.names
 
@@ -104,6 +111,7 @@ class Collection:
         name = name_of(obj)
         self._live[name] = self._last[name] = obj
         self._gone.pop(name, None)
+        self._changed.add(name)
         if not metadata(obj).get("deletionTimestamp"):
             self._settled[name] = obj
 
@@ -111,6 +119,7 @@ class Collection:
         self._live.pop(name, None)
         self._last[name] = last
         self._gone[name] = how
+        self._changed.add(name)
 
     def replace(self, items, version):
         """The answer of a LIST (or of the GETs): what is missing from it and existed before went away."""
@@ -283,6 +292,8 @@ class Observer:
         self._read = 0
         self._collections = {}  # (path, selector) -> Collection
         self._of = {}  # key_of(obj) -> Collection
+        self._members = {}  # id(Collection) -> {name: key_of(obj)} of the opened objects
+        self._troubles = {}  # id(Collection) -> its trouble when changed() last looked
         self._pods = []  # (namespace, {label: value}, Collection) of the pods of Jobs
 
     def _notify(self):
@@ -322,22 +333,36 @@ class Observer:
         for members, query, names in units:
             collection = self._collection(members[0], query, names)
             self._of.update((key_of(o), collection) for o in members)
+            self._members.setdefault(id(collection), {}).update((name_of(o), key_of(o)) for o in members)
         concurrently(_first_read, list(self._collections.values()), self.concurrency)
         return True
 
-    def seen(self, obj):
-        """What is known of ``obj`` (one of the opened objects)."""
-        return self._of[key_of(obj)].seen(name_of(obj))
+    def seen(self, key):
+        """What is known of the opened object of ``key`` (base/objects.py key_of)."""
+        return self._of[key].seen(key.name)
 
-    def trouble(self, obj):
-        """Why ``obj``'s collection cannot be read right now, or ""."""
-        return self._of[key_of(obj)].trouble
+    def trouble(self, key):
+        """Why the collection of ``key``'s object cannot be read right now, or ""."""
+        return self._of[key].trouble
+
+    def changed(self):
+        """The keys of the opened objects whose state changed since the last call (all those of a collection whose
+        readability changed)."""
+        out = set()
+        for collection in set(self._of.values()):
+            names, members = collection.changed(), self._members[id(collection)]
+            if collection.trouble != self._troubles.get(id(collection), ""):
+                self._troubles[id(collection)] = collection.trouble
+                out.update(members.values())
+            else:
+                out.update(members[name] for name in names if name in members)
+        return out
 
     def follow(self, pending):
-        """Keep the collections of the objects in ``pending`` current (their threads started) and stop the
-        others; the pods of pending live Jobs are followed too (:meth:`pods`)."""
-        wanted = {id(self._of[key_of(obj)]) for obj in pending}
-        wanted.update(id(c) for c in self._job_pods([self.seen(o).live for o in pending if o.get("kind") == "Job"]))
+        """Keep the collections of the objects of the keys ``pending`` current (their threads started) and stop
+        the others; the pods of pending live Jobs are followed too (:meth:`pods`)."""
+        wanted = {id(self._of[key]) for key in pending}
+        wanted.update(id(c) for c in self._job_pods([self.seen(key).live for key in pending if key.kind == "Job"]))
         for collection in list(self._collections.values()):
             if id(collection) in wanted and collection.error is None:
                 collection.start()

@@ -79,7 +79,7 @@ class _Tracked:
         self.result = Result(NOT_FOUND, "not fetched yet", "NotFetched")
         self.seconds = 0.0
         self.done = False
-        self.seen = None  # what the observer knew at the last evaluation
+        self.key = key_of(obj)
 
     def entry(self):
         return {"ref": self.ref, "status": self.result.status, "message": self.result.message,
@@ -264,19 +264,25 @@ def _observe(tracked, observer, list_pods, timeout, clock, on_progress):
     """The rollout wait by observing: each round evaluates the objects whose observed state changed, the observer's
     threads follow only the collections of those still pending, and the sleep ends at the next change."""
     start = clock()
+    followed = [None]
 
     def problems_of(item):
         return _problems(item, list_pods, observer)
 
     def all_current():
-        for item in [item for item in tracked if not item.done]:
-            seen = (observer.seen(item.obj), observer.trouble(item.obj))
-            if seen != item.seen:
-                item.seen = seen
-                item.live, item.result = _observed_status(*seen)
-            _judge(item, clock() - start, tracked, problems_of)
-        observer.follow([item.obj for item in tracked if not item.done])
-        return all(item.done for item in tracked)
+        changed, now = observer.changed(), clock()
+        pending = [item for item in tracked if not item.done]
+        for item in pending:
+            if item.key in changed or followed[0] is None:
+                item.live, item.result = _observed_status(observer.seen(item.key), observer.trouble(item.key))
+                _judge(item, now - start, tracked, problems_of)
+            else:
+                item.seconds = now - start
+        still = [item.key for item in pending if not item.done]
+        if followed[0] != len(still):
+            observer.follow(still)
+            followed[0] = len(still)
+        return not still
 
     return _loop(tracked, all_current, problems_of, timeout, PROGRESS_EVERY, clock, observer.wait, on_progress)
 
