@@ -28,8 +28,9 @@ UID = "6b1c"
 
 
 class FakeStream:
-    """One scripted WATCH: its events (an exception in the list is raised there), then the end of the answer; with
-    ``hold`` (no script left) it stays open without events until closed, as a quiet watch does."""
+    """One scripted WATCH: its events (an exception in the list is raised there, a function is called), then the end
+    of the answer; with ``hold`` (no script left) it stays open without events until closed, as a quiet watch
+    does."""
 
     def __init__(self, events, hold):
         self.script = list(events)
@@ -42,6 +43,9 @@ class FakeStream:
                 return
             if isinstance(event, Exception):
                 raise event
+            if callable(event):  # a step of the test's own between two events (orders two streams)
+                event()
+                continue
             yield copy.deepcopy(event)
         if self.hold:
             self.closed.wait(30)
@@ -303,6 +307,17 @@ def test_a_failed_job_deleted_by_its_ttl_fails_with_its_reason_and_what_its_pods
     assert err.value.permanent and message.startswith("Job/n/hook: rollout failed: Job Failed"), message
     assert "DeadlineExceeded" in message and "(deleted since)" in message
     assert "ImagePullBackOff: container job" in message
+
+
+def test_a_job_failed_while_its_pods_are_being_deleted_is_explained_by_what_they_said_before():
+    terminating = threading.Event()  # the Job fails once the pods' watch has seen its pod's deletion begin
+    kube = FakeKube({JOBS: [([job("hook")], "10")], PODS: [([pod("hook-x", waiting="ImagePullBackOff")], "10")]},
+                    {PODS: [[event("MODIFIED", pod("hook-x", "11", "ImagePullBackOff", deleting=True)),
+                             terminating.set]],
+                     JOBS: [[lambda: terminating.wait(5), event("MODIFIED", job("hook", "13", "failed"))]]})
+    with pytest.raises(WaitError) as err:
+        observe(kube, [job("hook")])
+    assert "before their deletion: pod hook-x: ImagePullBackOff: container job" in str(err.value), str(err.value)
 
 
 def test_a_job_deleted_before_it_finished_fails_at_once_with_what_was_last_seen():

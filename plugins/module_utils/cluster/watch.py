@@ -91,10 +91,11 @@ class Collection:
             return list(self._live.values())
 
     def departed(self):
-        """The last state before their deletion began of the objects that went away (pods a Job controller
-        deleted still explain why the Job failed)."""
+        """The last state before their deletion began of the objects that went away or are going away (pods a Job
+        controller deletes still explain why the Job failed)."""
         with self._lock:
-            return [self._settled[name] for name in self._gone if name in self._settled]
+            names = set(self._gone) | {n for n, o in self._live.items() if metadata(o).get("deletionTimestamp")}
+            return [self._settled[name] for name in sorted(names) if name in self._settled]
 
     def changed(self):
         """The names whose state changed since the last call."""
