@@ -8,6 +8,7 @@ rollout wait observed (LIST + WATCH) against the rollout wait polled, side by si
     python hack/perf.py generate 300 > /tmp/app-300.yaml         # N/3 ConfigMaps, Services, Deployments
     python hack/perf.py engine --objects 300 [--inventory .clusters/inventory.yml] [--host eu1a]
     python hack/perf.py wait --objects 300,3000 --runs 3 [--inventory ...] [--host eu1a] [--quiet-seconds 30]
+    python hack/perf.py wait --objects 300,3000 --runs 3 --together [--inventory ...]
 
 ``engine`` renders and deploys through module_utils (what manent_render + manent_apply do, without Ansible)
 into a fresh namespace, waits off, then deletes the namespace. ``wait`` applies a release the same way (waits
@@ -16,8 +17,10 @@ progress reports on) in one of two modes, alternating from run to run: ``poll`` 
 namespace each second) and ``watch`` (the default since issue #45). The wait talks to the API server through
 hack/tcpproxy.py, which counts every HTTP request (retries and WATCHes included) and byte; the process's CPU time
 is measured too. Then, on the rolled-out release plus one Deployment that never becomes ready, a quiet wait of
-``--quiet-seconds`` in each mode: requests per second when nothing changes. Run it with the test virtualenv and
-the collection on the path (``ANSIBLE_COLLECTIONS_PATH=.build/collections``, see docs/performance.md).
+``--quiet-seconds`` in each mode: requests per second when nothing changes. With ``--together`` both modes wait
+for the same rollout at once, each through its own proxy: what each takes to see one rollout end, and what it
+asks for meanwhile (the CPU time is the process's, shared: not shown). Run it with the test virtualenv and the
+collection on the path (``ANSIBLE_COLLECTIONS_PATH=.build/collections``, see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -77,10 +80,12 @@ class _NoFastPath:
 
 
 class Counting:
-    """A Kube whose requests are counted by method (nothing faked: every request goes to the server)."""
+    """A Kube whose requests are counted by method (nothing faked: every request goes to the server); with
+    ``by_resource``, by method and resource ("LIST pods", "WATCH deployments")."""
 
-    def __init__(self, kube):
+    def __init__(self, kube, by_resource=False):
         self._kube = kube
+        self.by_resource = by_resource
         self.calls = collections.Counter()
         self.trace = []  # (start s, duration s, verb, path) of every request, in order of their ends
         self._lock = threading.Lock()
@@ -92,7 +97,7 @@ class Counting:
         query = kw.get("query") or {}
         what = method if method != "GET" else ("LIST" if "limit" in query or "labelSelector" in query else "GET")
         with self._lock:
-            self.calls[what] += 1
+            self.calls[self._key(what, path)] += 1
         start = time.monotonic()
         try:
             return self._kube.request(method, path, **kw)
@@ -106,8 +111,14 @@ class Counting:
 
     def stream(self, path, **kw):
         with self._lock:
-            self.calls["WATCH"] += 1
+            self.calls[self._key("WATCH", path)] += 1
         return self._kube.stream(path, **kw)
+
+    def _key(self, what, path):
+        if not self.by_resource:
+            return what
+        parts = path.rstrip("/").split("/")
+        return "%s %s" % (what, parts[-2] if what == "GET" else parts[-1])
 
 
 def _print_trace(trace, t0, timings):
@@ -223,7 +234,7 @@ class _Waits:
     def __init__(self, cluster, proxy):
         from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
         self.cluster, self.proxy = cluster, proxy
-        self.kube = Counting(Kube(cluster.connection(server="https://127.0.0.1:%d" % proxy.port)))
+        self.kube = Counting(Kube(cluster.connection(server="https://127.0.0.1:%d" % proxy.port)), by_resource=True)
 
     def run(self, objects, mode, timeout=900.0):
         """(entries or the WaitError, wall s, CPU s of this process, {verb: requests}, proxy requests, bytes)."""
@@ -259,11 +270,12 @@ def _release(cluster, tmp, namespace, count, extra=()):
 
 def _row(objects_count, case, mode, measured):
     outcome, wall, cpu, calls, requests, size = measured
+    cpu = "n/a" if cpu is None else "%.2f s" % cpu
     status = "timed out" if isinstance(outcome, Exception) and not outcome.permanent else \
         "failed: %s" % outcome.message[:80] if isinstance(outcome, Exception) else \
         "%d Current" % sum(1 for e in outcome if e["status"] == "Current")
     rate = "; %.2f per second" % (requests / wall) if case.startswith("quiet") else ""
-    return "| %s | %s | %s | %.2f s | %d (%s%s) | %.1f MB | %.2f s | %s |" % (
+    return "| %s | %s | %s | %.2f s | %d (%s%s) | %.1f MB | %s | %s |" % (
         objects_count, case, mode, wall, requests, ", ".join("%s %d" % kv for kv in sorted(calls.items())), rate,
         size / 1e6, cpu, status)
 
@@ -279,26 +291,45 @@ def _in_namespace(cluster, work):
 
 def _size(cluster, waits, tmp, size, args):
     """The rows of one release size: the rollout wait in both modes, alternating which goes first, in fresh
-    namespaces; then, once, a wait on the release when all is Current and a quiet wait (nothing changes)."""
+    namespaces; then, once, a wait on the release when all is Current and a quiet wait (nothing changes). With
+    ``--together``, both modes wait for the same rollout at once, each through its own proxy (``waits`` by mode):
+    the difference in wall time is what each takes to see the end of one rollout."""
     from tests.integration.deploy_helpers import NEVER_READY, deployment
     rows = []
 
     def rollout(namespace, run, mode):
-        return _row(size, "rollout (run %d)" % run, mode, waits.run(_release(cluster, tmp, namespace, size), mode))
+        return _row(size, "rollout (run %d)" % run, mode, waits[mode].run(_release(cluster, tmp, namespace, size),
+                                                                         mode))
 
     def settled(namespace):
         objs = _release(cluster, tmp, namespace, size)
-        waits.run(objs, "watch")
-        out = [_row(size, "all Current", mode, waits.run(objs, mode)) for mode in ("poll", "watch")]
+        waits["watch"].run(objs, "watch")
+        out = [_row(size, "all Current", mode, waits[mode].run(objs, mode)) for mode in ("poll", "watch")]
         stuck = _release(cluster, tmp, namespace, size, [deployment("stuck", template_annotations=NEVER_READY)])
         return out + [_row(size, "quiet, %g s" % args.quiet_seconds, mode,
-                           waits.run(stuck, mode, timeout=args.quiet_seconds)) for mode in ("poll", "watch")]
+                           waits[mode].run(stuck, mode, timeout=args.quiet_seconds)) for mode in ("poll", "watch")]
+
+    def together(namespace, run):
+        objs, out = _release(cluster, tmp, namespace, size), {}
+        threads = [threading.Thread(target=lambda m=mode: out.update({m: waits[m].run(objs, m)}))
+                   for mode in ("poll", "watch")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [_row(size, "the same rollout (run %d)" % run, mode, out[mode][:2] + (None,) + out[mode][3:])
+                for mode in ("poll", "watch")]
 
     for run in range(1, args.runs + 1):
+        if args.together:
+            rows.extend(_in_namespace(cluster, lambda namespace, r=run: together(namespace, r)))
+            print("\n".join(rows[-2:]), file=sys.stderr)
+            continue
         for mode in (("poll", "watch") if run % 2 else ("watch", "poll")):
             rows.append(_in_namespace(cluster, lambda namespace, r=run, m=mode: rollout(namespace, r, m)))
             print(rows[-1], file=sys.stderr)
-    rows.extend(_in_namespace(cluster, settled))
+    if not args.together:
+        rows.extend(_in_namespace(cluster, settled))
     return rows
 
 
@@ -312,15 +343,19 @@ def _wait_modes(args):
     cluster = clusters[args.host] if args.host else next(iter(clusters.values()))
     sizes = [int(size) for size in args.objects.split(",")]
     _room_for_pods(cluster, 2 * max(sizes) // 3 + 60)
-    proxy = tcpproxy.Proxy(("127.0.0.1", int(cluster.url.rsplit(":", 1)[1])), tls_dir=cluster.dir)
-    proxy.start()
+    proxies = {mode: tcpproxy.Proxy(("127.0.0.1", int(cluster.url.rsplit(":", 1)[1])), tls_dir=cluster.dir)
+               for mode in ("poll", "watch")}
+    for proxy in proxies.values():
+        proxy.start()
     rows, started = [], time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for size in sizes:
-                rows.extend(_size(cluster, _Waits(cluster, proxy), pathlib.Path(tmp), size, args))
+                waits = {mode: _Waits(cluster, proxies[mode]) for mode in proxies}
+                rows.extend(_size(cluster, waits, pathlib.Path(tmp), size, args))
     finally:
-        proxy.stop()
+        for proxy in proxies.values():
+            proxy.stop()
     print("cluster=%s objects=%s runs=%d started=%s load=%s" % (
         cluster.name, args.objects, args.runs, started, " ".join("%.1f" % v for v in os.getloadavg())))
     print("| objects | case | mode | wait | requests (by verb) | received + sent | CPU (this process) | outcome |")
@@ -345,6 +380,8 @@ def main(argv=None):
     wait.add_argument("--objects", default="300,3000", help="release sizes, comma separated (a third Deployments)")
     wait.add_argument("--runs", type=int, default=3)
     wait.add_argument("--quiet-seconds", type=float, default=30.0)
+    wait.add_argument("--together", action="store_true",
+                      help="both modes wait for the same rollout at once (no Current or quiet cases)")
     wait.add_argument("--inventory", default=eng.get_default("inventory"))
     wait.add_argument("--host", default="")
     args = parser.parse_args(argv)
