@@ -298,8 +298,8 @@ def _size(cluster, waits, tmp, size, args):
     rows = []
 
     def rollout(namespace, run, mode):
-        return _row(size, "rollout (run %d)" % run, mode, waits[mode].run(_release(cluster, tmp, namespace, size),
-                                                                         mode))
+        objs = _release(cluster, tmp, namespace, size)
+        return _row(size, "rollout (run %d)" % run, mode, waits[mode].run(objs, mode))
 
     def settled(namespace):
         objs = _release(cluster, tmp, namespace, size)

@@ -44,8 +44,8 @@ def _ttl_hooks(cluster, namespace, revision, **values):
 def test_a_hook_job_its_ttl_deletes_as_it_finishes_counts_as_completed_every_time(cluster, namespace, policy):
     hook = "Job/%s/ttl-hook" % namespace
     for revision in range(1, RUNS + 1):
-        result = h.deployer(cluster, wait_timeout=60).deploy(_ttl_hooks(cluster, namespace, revision,
-                                                                         deletePolicy=policy))
+        bundle = _ttl_hooks(cluster, namespace, revision, deletePolicy=policy)
+        result = h.deployer(cluster, wait_timeout=60).deploy(bundle)
         assert result.status == "deployed", h.dump(result)
         phase = "install" if revision == 1 else "upgrade"
         assert result.stages == [{"stage": "pre-" + phase, "objects": 1, "status": "done"},
