@@ -4,14 +4,16 @@
 """Waits that observe (engine/wait.py, cluster/watch.py) on the real local clusters: hook Jobs that their TTL
 deletes as soon as they finished count with their real outcome, every time; a failed one fails the deploy with the
 Job's reason; a WATCH from a resourceVersion the server no longer holds (410) re-lists and goes on; a dropped WATCH
-connection resumes from the last resourceVersion. The API server restarted during a wait is in test_faults.py, the
-public ingress-nginx chart with TTL'd hooks in test_public_charts.py.
+connection resumes from the last resourceVersion; credentials that may LIST but not WATCH are polled. The API server
+restarted during a wait is in test_faults.py, the public ingress-nginx chart with TTL'd hooks in
+test_public_charts.py.
 
 The hook Jobs come from the chart tests/data/charts/ttl-hooks (README there), rendered by the pinned helm with
 ``helm_hooks: apply``; kwok makes a Job's pod Ready about 1 to 2.5 s after it was scheduled and then Succeeded."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -137,3 +139,33 @@ def test_a_dropped_watch_connection_resumes_from_the_last_resource_version(clust
     assert [e["status"] for e in outcome["entries"]] == ["Current"]
     counts = observer.counts()
     assert counts["resumed"] >= 1 and counts["relisted"] == 0 and counts["lists"] == 1, counts
+
+
+def test_credentials_that_may_list_but_not_watch_are_polled(cluster, namespace, tmp_path):
+    objects = _never_ready(cluster, tmp_path, namespace)
+    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
+        token = handle.read().strip()
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "no-watch", "namespace": namespace},
+                   "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]})
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "no-watch", "namespace": namespace},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "no-watch"},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "manent-deployer"}]})
+    outcome = {}
+    with Kube(cluster.connection(token=token)) as kube:
+        reader = LiveReader(kube, Discovery(kube))
+        cluster.wait(lambda: reader.read_many(objects), what="RBAC for manent-deployer")
+        observer = Observer(reader)
+
+        def run():
+            outcome["entries"] = wait_for(objects, None, timeout=120, watch=observer)
+
+        waiter = threading.Thread(target=run, daemon=True)
+        waiter.start()
+        cluster.wait(lambda: observer.counts().get("polls", 0) >= 1, what="the WATCH refused, LISTs instead")
+        _make_ready(cluster, namespace)
+        waiter.join(120)
+    assert [e["status"] for e in outcome["entries"]] == ["Current"], outcome
+    counts = observer.counts()
+    assert counts["watches"] == 1 and counts["polls"] >= 1 and counts["resumed"] == 0, counts
