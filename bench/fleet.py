@@ -406,18 +406,20 @@ def section(meta_, med, before=None, notes=()):
     return lines + [END]
 
 
-def splice(text, lines):
-    """BENCHMARKS.md with its fleet section replaced (or appended when it has none)."""
+def splice(text, lines, begin=BEGIN, end=END):
+    """BENCHMARKS.md with its section between ``begin`` and ``end`` (the fleet's) replaced, or appended when it has
+    none."""
     block = "\n".join(lines)
-    if BEGIN in text and END in text:
-        return text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    if begin in text and end in text:
+        return text[:text.index(begin)] + block + text[text.index(end) + len(end):]
     return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
-def keep_section(old, new):
-    """``new`` (BENCHMARKS.md written by report.py) with the fleet section of ``old``, when it has one."""
-    if BEGIN in old and END in old:
-        return splice(new, old[old.index(BEGIN):old.index(END) + len(END)].split("\n"))
+def keep_section(old, new, begin=BEGIN, end=END):
+    """``new`` (BENCHMARKS.md written by report.py) with the section of ``old`` between ``begin`` and ``end`` (the
+    fleet's), when it has one."""
+    if begin in old and end in old:
+        return splice(new, old[old.index(begin):old.index(end) + len(end)].split("\n"), begin, end)
     return new
 
 

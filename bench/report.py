@@ -26,6 +26,8 @@ from bench import ANSIBLE_TOOLS, SCENARIOS, SCENARIO_TITLES, TOOL_TITLES, write_
 import fleet  # noqa: E402  pylint: disable=wrong-import-position
 
 REFERENCE = "manent-role"
+# the rollout wait measured by hand (hack/perf.py wait), kept as it is when the tables are written again
+WAIT_SECTION = ("<!-- bench-wait: begin -->", "<!-- bench-wait: end -->")
 ROW_ORDER = ("manent-role", "manent-modules", "manent-apply", "manent-chart", "kubectl", "helm3", "helm4", "k8s")
 
 # Why a peer can be faster than manent in a scenario: what each tool does (or skips) there.
@@ -723,9 +725,11 @@ def write(meta, results, md_path, png_path):
     lines.append("")
     lines += notes(meta, med, failures, sizes, tools)
     text = "\n".join(lines)
-    if os.path.exists(md_path):  # the fleet section (bench/fleet.py report) is kept as it is
+    if os.path.exists(md_path):  # the fleet section (bench/fleet.py report) and those measured by hand are kept
         with open(md_path, encoding="utf-8") as handle:
-            text = fleet.keep_section(handle.read(), text)
+            old = handle.read()
+        text = fleet.keep_section(old, text)
+        text = fleet.keep_section(old, text, *WAIT_SECTION)
     with open(md_path, "w", encoding="utf-8") as handle:
         handle.write(text)
     if png_path:

@@ -30,8 +30,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity im
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import sort_key
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, default_deployment_id, render, stamp)
-# Re-exported for test_stages.py and test_faults.py until they import tests.objects themselves.
-from tests.objects import NEVER_READY, PAUSE, configmap, deployment, job, service  # noqa: F401
+from tests.objects import NEVER_READY
 
 KEY = ReleaseKey(application="shop", artifact="shop-api", environment="test")
 
@@ -162,6 +161,16 @@ def dump(result):
 
 
 # --------------------------------------------------------------------------- instrumentation
+
+
+def reads_object(method, path, query, object_path):
+    """True when a recorded request reads the object at ``object_path``: a GET of it, or a LIST of its collection
+    that includes it (the whole collection, or selected by name as the waits' observer lists a single object)."""
+    if method != "GET":
+        return False
+    collection, _sep, name = object_path.rpartition("/")
+    selector = (query or {}).get("fieldSelector")
+    return path == object_path or (path == collection and selector in (None, "metadata.name=%s" % name))
 
 
 class Recording:

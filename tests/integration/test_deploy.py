@@ -71,7 +71,7 @@ def test_crd_and_its_custom_resource_in_one_bundle(cluster, namespace):
         # the CRD was read (Established) after it was applied and before the first request for the CR
         crd_patch = index_of(kube.calls, lambda m, p, q: m == "PATCH" and p == crd_path)
         cr_first = index_of(kube.calls, lambda m, p, q: p == cr_path)
-        assert any(m == "GET" and p == crd_path for m, p, q in kube.calls[crd_patch + 1:cr_first])
+        assert any(h.reads_object(m, p, q, crd_path) for m, p, q in kube.calls[crd_patch + 1:cr_first])
         established = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "gizmos." + group)
         assert {c["type"]: c["status"] for c in established["status"]["conditions"]}["Established"] == "True"
     finally:

@@ -38,10 +38,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import Traffic, TrafficOptions
 from tests import reliability
-from tests.integration.deploy_helpers import (
-    KEY, configmap, deployer, deployment, labelled_history, locator, record_status, render_bundle)
+from tests.integration.deploy_helpers import KEY, deployer, labelled_history, locator, record_status, render_bundle
 from tests.integration.kube import Cluster
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
+from tests.objects import configmap, deployment
 
 pytestmark = pytest.mark.integration
 
@@ -331,6 +331,48 @@ def test_etcd_stopped_for_seconds_during_apply(faults, ns, tmp_path):
                 tap.result.join(RESTART_BUDGET)
         assert tap.fired and result.status == "deployed"
         check_consistent(cluster, ns, "1.0.0", ["1.0.0"])
+
+
+def test_api_server_restarted_while_the_rollout_wait_watches_it_resumes_and_ends(faults, ns, tmp_path):
+    """The rollout wait watches a Deployment (three replicas, ``minReadySeconds: 5``: it takes a while); half a second
+    after its WATCH left, the API server is killed and started again 1 s later. The watch breaks, is resumed from its
+    resourceVersion (or, answered 410, listed again) once the server is back, and the deploy ends deployed with the
+    rollout seen Current."""
+    cluster = faults.first
+    kube = faults.kube()
+    restarts, watches = [], []
+
+    def kill_soon():
+        def run():
+            time.sleep(0.5)
+            restarts.append(faults.restart_later("kube-apiserver"))
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    tap = Tap(kube, lambda m, u, b: m == "GET" and "watch=1" in u and "/deployments" in u, kill_soon)
+    Tap(kube, lambda m, u, b: "watch=1" in u and "/deployments" in u and watches.append(u), lambda: None)  # counts
+    slow = deployment("web", replicas=3)
+    slow["spec"]["minReadySeconds"] = 5
+    with Case("kube-apiserver SIGKILLed and restarted while the rollout wait watches: the watch resumes, the wait "
+              "ends Current, history consistent") as case:
+        bundle = render_bundle(cluster, tmp_path, [configmap("settings", v="1.0.0"), slow], ns, version="1.0.0")
+        started = time.monotonic()
+        try:
+            result = deployer(cluster, kube=kube, wait_timeout=120).deploy(bundle)
+        finally:
+            if tap.fired:
+                tap.result.join(30)
+                for restart in restarts:
+                    restart.join(RESTART_BUDGET)
+        assert tap.fired and restarts, "the API server was killed while the wait watched"
+        assert result.status == "deployed", result.to_dict()
+        assert [(w["ref"], w["status"]) for w in result.waited] == [("Deployment/%s/web" % ns, "Current")]
+        assert cluster.get("apps/v1", "Deployment", ns, "web")["status"]["availableReplicas"] == 3
+        assert len(watches) >= 2, watches  # watched again once the server was back
+        check_consistent(cluster, ns, "1.0.0", ["1.0.0"])
+        case.detail = "deploy finished %.0fs after it started, %d watch requests" % (
+            time.monotonic() - started, len(watches))
 
 
 # --------------------------------------------------------------------------- the proxy: 429, slow, resets

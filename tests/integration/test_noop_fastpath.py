@@ -238,7 +238,7 @@ def test_an_edit_while_the_pre_stage_waits_is_reapplied(cluster, namespace, tmp_
                       manager="someone-else")
 
     waiting = "/apis/apps/v1/namespaces/%s/deployments/migrate" % namespace
-    kube = _Meddling(cluster.kube, lambda m, p, q: m == "GET" and p == waiting, edit_settings)
+    kube = _Meddling(cluster.kube, lambda m, p, q: h.reads_object(m, p, q, waiting), edit_settings)
     result, kube = deploys(_objects() + [pre], kube=kube)
     assert kube.meddled, "the pre stage waited for its Deployment"
     _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 
@@ -213,3 +214,66 @@ def test_hooks_of_a_public_chart_run_as_stages_in_order_and_a_value_its_schema_r
     finally:
         _cleanup(cluster, ns, application)
         _cleanup(cluster, ns, "external-dns-" + ns)
+
+
+class _ShortTtl(threading.Thread):
+    """Gives every Job of ``namespace`` ``ttlSecondsAfterFinished: 0`` as soon as it appears, as ingress-nginx 4.15's
+    chart writes it on its admission Jobs (the pinned 4.11 sets it only where batch/v1alpha1 is served): the TTL
+    controller then deletes each hook Job the moment it finished. ``patched``: the Jobs given the TTL (name, uid)."""
+
+    def __init__(self, cluster, namespace):
+        super().__init__(daemon=True, name="short-ttl")
+        self.cluster, self.namespace = cluster, namespace
+        self.patched = set()
+        self.stop = threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.stop.wait(0.05):
+            for job in self.cluster.list("batch/v1", "Job", self.namespace):
+                meta = job["metadata"]
+                if "ttlSecondsAfterFinished" in job["spec"] or (meta["name"], meta["uid"]) in self.patched:
+                    continue
+                try:
+                    self.cluster.kube.request(
+                        "PATCH", "/apis/batch/v1/namespaces/%s/jobs/%s" % (self.namespace, meta["name"]),
+                        body={"metadata": {"uid": meta["uid"]}, "spec": {"ttlSecondsAfterFinished": 0}},
+                        content_type="application/merge-patch+json")
+                    self.patched.add((meta["name"], meta["uid"]))
+                except Exception:  # pylint: disable=broad-except  # deleted or replaced meanwhile: the next round
+                    continue
+
+
+@pytest.mark.integration
+def test_ingress_nginx_with_hook_jobs_deleted_by_their_ttl_installs_upgrades_and_rolls_back(
+        clusters, inventory_path, namespaces, tmp_path):
+    """The issue's case: the admission Jobs (pre-install/pre-upgrade, post-install/post-upgrade, hook-succeeded)
+    deleted by their TTL as soon as they finished, deployed through the role with hooks applied: each stage sees its
+    Job complete, the deploy, the upgrade and the rollback succeed."""
+    ns = namespaces
+    cluster = clusters[-1]
+    path, version = public_chart("ingress-nginx")
+    values_1, values_2, probe, (want_1, want_2), more = _cases(ns)["ingress-nginx"]
+    application = "ingress-nginx-ttl-" + ns
+    extra = base_vars(tmp_path, ns, deploy_application=application, deploy_helm_command=helm_binary(),
+                      deploy_helm_release="ingress-nginx", deploy_helm_value=values_1, deploy_wait_timeout="120s",
+                      deploy_artifact=artifact("ingress-nginx", version, path), **more)
+    upgrade = dict(extra, deploy_helm_value=values_2, deploy_artifact=artifact("ingress-nginx", version + "-2", path))
+    ttl = _ShortTtl(cluster, ns)
+    try:
+        for step, variables, want in (("install", extra, want_1), ("upgrade", upgrade, want_2)):
+            run = run_playbook("deploy", inventory_path, variables, tmp_path / step, limit=cluster.name, verbosity=1)
+            assert run.rc == 0, run.explain()
+            assert [s["status"] for s in _stages(run)] == ["done", "done", "done"], run.explain()
+            assert probe(cluster, ns) == want
+        run = run_playbook("rollback", inventory_path, upgrade, tmp_path / "rollback", limit=cluster.name)
+        assert run.rc == 0, run.explain()
+        assert (run.summary[cluster.name]["status"], run.summary[cluster.name]["version"]) == ("rolled-back", version)
+        assert probe(cluster, ns) == want_1
+        # both admission Jobs of the install and of the upgrade got the TTL, and it deleted them
+        assert len(ttl.patched) == 4, ttl.patched
+        cluster.wait(lambda: not cluster.list("batch/v1", "Job", ns), what="the hook Jobs deleted")
+    finally:
+        ttl.stop.set()
+        ttl.join(5)
+        _cleanup(cluster, ns, application)

@@ -21,7 +21,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import KEY, NEVER_READY, PAUSE, configmap, deployment
+from tests.integration.deploy_helpers import KEY
+from tests.objects import NEVER_READY, PAUSE, configmap, deployment
 
 pytestmark = pytest.mark.integration
 

@@ -46,21 +46,6 @@ def series(*values):
     return 200, json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
 
 
-class FakeClock:
-    """Seconds since the epoch; ``sleep`` moves time and records how long it slept."""
-
-    def __init__(self, now=START):
-        self.now = now
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 class FakePrometheus:
     """A transport (``transport(url, body, headers, timeout)``) that answers from ``script``: a function of
     (query, evaluation time) returning (status, body) or raising QueryError, or a list of such answers for every

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Stand-ins for the API server side of unit tests, in one place: a :class:`FakeKube` that records every request
 and answers through :meth:`FakeKube.answer` (a test overrides it), the :class:`Response` it gives, and a
-:class:`FakeDiscovery` of paths in namespaces. Integration tests use the real clusters instead."""
+:class:`FakeDiscovery` of paths in namespaces; a :class:`FakeClock`. Integration tests use the real clusters instead."""
 
 from __future__ import annotations
 
@@ -57,3 +57,28 @@ class FakeDiscovery:
     def path(self, _api_version, kind, namespace, name, subject=None):  # pylint: disable=unused-argument
         base = "/api/v1/namespaces/%s/%ss" % (namespace, kind.lower())
         return base + "/" + name if name else base
+
+
+class FakeClock:
+    """A clock that sleeps by counting: ``clock()`` (or calling it) is ``now``; ``sleep`` moves ``now`` on and
+    records each sleep in ``sleeps``."""
+
+    def __init__(self, start=1000.0):
+        self.start = start
+        self.now = start
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        assert seconds >= 0
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    @property
+    def elapsed(self):
+        return self.now - self.start

@@ -16,7 +16,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.model i
     Baseline, Check, Context, Settings, TrafficFloor)
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.prometheus import PrometheusClient, QueryError
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import Provider
-from tests.unit.analysis_fakes import START, FakeClock, FakePrometheus, answer, fixture, unreachable
+from tests.unit.analysis_fakes import START, FakePrometheus, answer, fixture, unreachable
+from tests.unit.fakes import FakeClock
 
 CONTEXT = Context(namespace="shop", candidate_slot="b", stable_slot="a", candidate_service="shop-b",
                   stable_service="shop-a", start=START)
@@ -25,7 +26,7 @@ QUERY = 'rate(x{service="${service}"}[${window}])'
 
 
 def analyze(checks, script, clock=None, context=CONTEXT, settings=SETTINGS):
-    clock = clock or FakeClock()
+    clock = clock or FakeClock(START)
     prometheus = FakePrometheus(script)
     client = PrometheusClient(Provider("https://prometheus.example:9090"), transport=prometheus)
     lines = []
@@ -43,7 +44,7 @@ def test_measurements_start_after_min_window_at_pinned_times_with_the_window_fro
     assert result.outcome()[0] == SUCCESSFUL
     assert prometheus.times == [START + 60, START + 120, START + 180]
     assert prometheus.queries == ['rate(x{service="shop-b"}[%ds])' % s for s in (60, 120, 180)]
-    assert clock.slept == [60, 60, 60] and lines == [("c", SUCCESSFUL)] * 3
+    assert clock.sleeps == [60, 60, 60] and lines == [("c", SUCCESSFUL)] * 3
     assert [m.window for m in result.runs[0].measurements] == [60, 120, 180]
 
 
@@ -146,7 +147,7 @@ def test_retry_then_data():
 
 
 def test_a_slow_answer_skips_the_slots_it_overran():
-    clock = FakeClock()
+    clock = FakeClock(START)
 
     def slow(_query, _at):
         clock.now += 150  # the answer takes two and a half intervals
@@ -165,7 +166,7 @@ def test_checks_keep_their_own_schedules():
 # -- preflight -----------------------------------------------------------------------------------------------
 
 def preflight(checks, script, clock=None):
-    clock = clock or FakeClock()
+    clock = clock or FakeClock(START)
     prometheus = FakePrometheus(script)
     client = PrometheusClient(Provider("https://prometheus.example:9090"), transport=prometheus)
     return run.preflight(checks, CONTEXT, client, SETTINGS, clock=clock), prometheus

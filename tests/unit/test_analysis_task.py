@@ -18,11 +18,12 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 from ansible_collections.manent.kubernetes.plugins.action import manent_analysis as action
 from tests.unit.analysis_fakes import (
-    PASSWORD, START, TOKEN, FakeClock, FakePrometheus, answer, check, fixture, params, series, unreachable)
+    PASSWORD, START, TOKEN, FakePrometheus, answer, check, fixture, params, series, unreachable)
+from tests.unit.fakes import FakeClock
 
 
 def run(parameters, script, check_mode=False, clock=None):
-    clock = clock or FakeClock()
+    clock = clock or FakeClock(START)
     prometheus = FakePrometheus(script)
     lines = []
     out = task.run(parameters, check_mode=check_mode, clock=clock, sleep=clock.sleep, on_measurement=lines.append,
@@ -31,7 +32,7 @@ def run(parameters, script, check_mode=False, clock=None):
 
 
 def failing(parameters, script, check_mode=False, transport=None):
-    clock = FakeClock()
+    clock = FakeClock(START)
     lines = []
     with pytest.raises(task.ManentError) as err:
         task.run(parameters, check_mode=check_mode, clock=clock, sleep=clock.sleep, on_measurement=lines.append,
@@ -179,7 +180,7 @@ def test_credentials_are_absent_from_an_unexpected_error(monkeypatch, tmp_path):
     def broken(*_args):
         raise RuntimeError("socket state for Bearer %s" % TOKEN)
     with pytest.raises(task.ManentError) as err:
-        task.run(parameters, clock=FakeClock(), sleep=FakeClock().sleep, transport=broken)
+        task.run(parameters, clock=FakeClock(START), sleep=FakeClock(START).sleep, transport=broken)
     assert str(err.value) == "unexpected error (RuntimeError): socket state for ********"
 
 
@@ -208,7 +209,7 @@ def test_module_main_fails_with_the_result(monkeypatch):
     prometheus = FakePrometheus(lambda _q, _at: answer("0.9"))
     real_run = task.run
     monkeypatch.setattr(task, "run", lambda p, c: real_run(
-        p, c, clock=FakeClock(), sleep=lambda _s: None, transport=prometheus))
+        p, c, clock=FakeClock(START), sleep=lambda _s: None, transport=prometheus))
     module = FakeModule(parameters)
     task.module_main(module)
     assert module.result["failed"] and module.result["verdict"] == "Failed" and module.result["changed"] is False
@@ -224,7 +225,7 @@ def test_the_action_plugin_prints_a_line_per_measurement(monkeypatch):
     monkeypatch.setattr(action.display, "display", shown.append)
     real_run = task.run
     monkeypatch.setattr(action.analysis_task, "run", lambda p, check_mode, on_measurement: real_run(
-        p, check_mode, clock=FakeClock(), sleep=lambda _s: None, on_measurement=on_measurement,
+        p, check_mode, clock=FakeClock(START), sleep=lambda _s: None, on_measurement=on_measurement,
         transport=FakePrometheus(lambda _q, _at: series("0.01", "0.02"))))
     fake = types.SimpleNamespace(_task=types.SimpleNamespace(args=params()),
                                  _play_context=types.SimpleNamespace(check_mode=False, diff=False))

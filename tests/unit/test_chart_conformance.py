@@ -75,6 +75,11 @@ CASES = {
         {"slot": "a"},
         {"slot": "b", "set_values": {"replicaCount": "2"}, "release": "shop"},
     ],
+    # A hook Job that its TTL deletes as soon as it finished.
+    "ttl-hooks-0.1.0.tgz": [
+        {},
+        {"values_yaml": "deletePolicy: \"\"\nfail: true\n", "set_values": {"revision": "7"}, "release": "ttl"},
+    ],
 }
 
 CHART_FILES = sorted(name for name in os.listdir(CHARTS) if name.endswith(".tgz"))

@@ -8,7 +8,8 @@ from __future__ import annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.progress import Reporter, Workload, explain
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import wait_for
 
-from tests.unit.test_wait import FakeClock, Script, deployment
+from tests.unit.fakes import FakeClock
+from tests.unit.wait_fakes import Script, live_deployment
 
 UNSCHEDULABLE = "0/3 nodes are available: 3 Insufficient cpu."
 
@@ -59,8 +60,8 @@ def test_a_new_wait_of_the_same_workload_reports_again():
 
 def test_wait_for_reports_reasons_seconds_and_once_per_change():
     """Through the wait loop: a Deployment whose pods cannot be scheduled for 35 s, then available."""
-    stuck = deployment("web", ready=0)
-    answers = [stuck] * 35 + [deployment("web")]
+    stuck = live_deployment("web", ready=0)
+    answers = [stuck] * 35 + [live_deployment("web")]
     clock = FakeClock()
     reporter, printed = Reporter(), []
     wait_for([stuck], Script({"Deployment/shop/web": answers}), clock=clock.clock, sleep=clock.sleep, interval=1.0,

@@ -24,6 +24,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights 
     Target, current_weights, set_weights)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
 from tests.integration.route_helpers import weights
+from tests.unit.fakes import FakeClock
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "routes")
 TESTERS = {"name": "x-canary", "value": "always"}
@@ -326,20 +327,6 @@ def test_acceptance_of_the_recorded_route():
 
 # ------------------------------------------------------------------------------------------- wait_accepted
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-        self.sleeps = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        assert seconds >= 0
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 class ScriptedKube:
     """get_json answers one per call (the last repeats); an exception answer is raised."""
 
@@ -367,7 +354,7 @@ def with_status(accepted="True", generation=2, resolved="True"):
 
 
 def test_wait_accepted_polls_until_the_generation_is_accepted():
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     kube = ScriptedKube(with_status(generation=1), with_status(generation=1), with_status(generation=2))
     assert acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"
     assert clock.sleeps == [1.0, 1.0]
@@ -375,7 +362,7 @@ def test_wait_accepted_polls_until_the_generation_is_accepted():
 
 
 def test_wait_accepted_stops_at_once_when_rejected():
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     kube = ScriptedKube(with_status(accepted="False", generation=2))
     with pytest.raises(WaitError) as caught:
         acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep)
@@ -386,7 +373,7 @@ def test_wait_accepted_stops_at_once_when_rejected():
 
 
 def test_wait_accepted_times_out_naming_generation_and_parents():
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     kube = ScriptedKube(with_status(generation=1))
     with pytest.raises(WaitError) as caught:
         acceptance.wait_accepted(kube, REF, 2, 5, interval=2, clock=clock.clock, sleep=clock.sleep)
@@ -405,7 +392,7 @@ def test_wait_accepted_times_out_naming_generation_and_parents():
 def test_wait_accepted_returns_no_status_at_the_deadline_unless_required():
     route = load("httproute.yaml")
     route.pop("status")
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     assert acceptance.wait_accepted(ScriptedKube(route), REF, 1, 3, clock=clock.clock, sleep=clock.sleep) == "no-status"
     assert clock.now == 103.0
     with pytest.raises(WaitError, match="generation 1 not accepted after 3s: no controller reported a status"):
@@ -414,7 +401,7 @@ def test_wait_accepted_returns_no_status_at_the_deadline_unless_required():
 
 
 def test_wait_accepted_rides_out_a_transient_error():
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     kube = ScriptedKube(with_status(generation=1), ApiError("etcd leader changed", status=503, transient=True),
                         with_status(generation=2))
     assert acceptance.wait_accepted(kube, REF, 2, 30, clock=clock.clock, sleep=clock.sleep) == "accepted"

@@ -202,15 +202,27 @@ def test_main_stage_without_wait_does_not_wait():
     assert waited == []
 
 
-def test_pod_witness_remembers_the_pods_of_a_running_job():
+def test_pod_witness_remembers_the_pods_of_a_running_job_to_explain_its_failure():
     running = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "n"},
                "status": {"active": 1}}
+    failed = dict(running, status={"failed": 1, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]})
     bad_pod = {"kind": "Pod", "metadata": {"name": "j-x"}, "status": {"phase": "Pending", "containerStatuses": [
         {"name": "job", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off"}}}]}}
-    listings = [[bad_pod], []]
+    listings = [[bad_pod], [], []]
     witness = stages.PodWitness(lambda obj: running, lambda obj: listings.pop(0))
     assert witness.fetch(running) is running  # lists the pods of the running Job: remembered
-    assert witness.list_pods(running) == [bad_pod]  # gone now (deadline exceeded): the last ones seen
+    assert witness.list_pods(failed) == [bad_pod]  # gone now (deadline exceeded): the last ones seen explain it
+
+
+def test_pod_witness_shows_a_job_that_did_not_fail_with_its_pods_as_they_are_now():
+    running = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "n"},
+               "status": {"active": 1}}
+    pending = {"kind": "Pod", "metadata": {"name": "j-x"}, "status": {"phase": "Pending"}}
+    listings = [[pending], []]
+    witness = stages.PodWitness(lambda obj: running, lambda obj: listings.pop(0))
+    assert witness.fetch(running) is running
+    assert witness.list_pods(running) == []  # the pod finished and is gone: no stale "Pending" in progress lines
 
 
 def test_pod_witness_watches_jobs_read_together():

@@ -98,3 +98,27 @@ def test_stalled_deployment_is_not_permanent():
 def test_pod_problems_ignores_non_dicts_and_empty_input():
     assert status.pod_problems(None) == []
     assert status.pod_problems(["x", None]) == []
+
+
+@pytest.mark.parametrize("obj, expected", [
+    ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"deletionTimestamp": "2026-12-04T10:00:00Z"},
+      "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}},
+     ("Current", "Job Completed. succeeded: 1/1")),
+    ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"deletionTimestamp": "2026-12-04T10:00:00Z"},
+      "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded",
+                                              "message": "Job was active longer than specified deadline"}]}},
+     ("Failed", "Job Failed. failed: 1/1: DeadlineExceeded: Job was active longer than specified deadline")),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"deletionTimestamp": "2026-12-04T10:00:00Z"},
+      "status": {"phase": "Succeeded"}}, ("Current", "Pod has completed successfully")),
+    ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {}, "status": {"active": 1, "startTime": "x"}}, None),
+    ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {},
+      "status": {"conditions": [{"type": "Suspended", "status": "True"}]}}, None),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {}, "status": {"phase": "Running"}}, None),
+    ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}, "status": {}}, None),
+    (None, None),
+])
+def test_finished_is_the_outcome_of_a_job_or_pod_also_while_it_is_deleted(obj, expected):
+    result = status.finished(obj)
+    assert (None if result is None else (result.status, result.message)) == expected
+    if obj and obj["metadata"].get("deletionTimestamp"):
+        assert status.compute(obj).status == "Terminating"  # what kstatus says meanwhile

@@ -10,65 +10,8 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import needs_wait, poll, wait_for
-
-
-class FakeClock:
-    """clock() and sleep() for wait_for; every fetch costs ``fetch_cost`` seconds."""
-
-    def __init__(self, start=1000.0):
-        self.start = start
-        self.now = start
-        self.sleeps = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        assert seconds >= 0
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    @property
-    def elapsed(self):
-        return self.now - self.start
-
-
-class Script:
-    """fetch(obj): answers per ref, one per call; the last answer repeats. Records the calls."""
-
-    def __init__(self, answers):
-        self.answers = {key: list(value) for key, value in answers.items()}
-        self.calls = []
-
-    def __call__(self, obj):
-        key = ref(obj)
-        self.calls.append(key)
-        answers = self.answers[key]
-        answer = answers.pop(0) if len(answers) > 1 else answers[0]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-
-def deployment(name, replicas=2, ready=None, updated=None, generation=1, observed=1, conditions=None,
-               annotations=None):
-    ready = replicas if ready is None else ready
-    updated = replicas if updated is None else updated
-    meta = {"name": name, "namespace": "shop", "generation": generation}
-    if annotations:
-        meta["annotations"] = annotations
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
-        "spec": {"replicas": replicas, "progressDeadlineSeconds": 600},
-        "status": {
-            "observedGeneration": observed, "replicas": replicas, "updatedReplicas": updated,
-            "readyReplicas": ready, "availableReplicas": ready,
-            "conditions": conditions if conditions is not None else [
-                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
-                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
-            ],
-        },
-    }
+from tests.unit.fakes import FakeClock
+from tests.unit.wait_fakes import Script, live_deployment
 
 
 def statefulset(name, ready):
@@ -113,7 +56,7 @@ def run(objects, answers, clock=None, **kwargs):
 
 
 @pytest.mark.parametrize("obj, expected", [
-    (deployment("web"), True),
+    (live_deployment("web"), True),
     (statefulset("db", 2), True),
     ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"}}, True),
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"}}, False),
@@ -133,7 +76,7 @@ def test_needs_wait(obj, expected):
 
 
 def test_all_ready_at_once():
-    web, db = deployment("web"), statefulset("db", 2)
+    web, db = live_deployment("web"), statefulset("db", 2)
     result, fetch, clock = run([CONFIGMAP, web, db], {ref(web): [web], ref(db): [db]})
     assert result == [
         {"ref": "Deployment/shop/web", "status": "Current", "message": "Deployment is available. Replicas: 2",
@@ -151,9 +94,9 @@ def test_nothing_to_wait_for():
 
 
 def test_becomes_ready_after_rounds_and_current_objects_are_not_fetched_again():
-    web, db = deployment("web"), statefulset("db", 2)
+    web, db = live_deployment("web"), statefulset("db", 2)
     answers = {
-        ref(web): [None, deployment("web", ready=0, updated=1), deployment("web", ready=1), web],
+        ref(web): [None, live_deployment("web", ready=0, updated=1), live_deployment("web", ready=1), web],
         ref(db): [statefulset("db", 1), db],
     }
     result, fetch, clock = run([web, db], answers, interval=2.0)
@@ -165,7 +108,7 @@ def test_becomes_ready_after_rounds_and_current_objects_are_not_fetched_again():
 
 
 def test_not_found_counts_as_in_progress_until_the_deadline():
-    web = deployment("web")
+    web = live_deployment("web")
     with pytest.raises(WaitError) as info:
         run([web], {ref(web): [None]}, timeout=5.0, interval=1.0)
     err = info.value
@@ -175,9 +118,9 @@ def test_not_found_counts_as_in_progress_until_the_deadline():
 
 
 def test_permanent_failure_returns_at_once_with_pod_problems():
-    web, db = deployment("web"), statefulset("db", 1)
-    failing = deployment("web", ready=1, updated=1, generation=2, observed=2, conditions=PDE)
-    answers = {ref(web): [deployment("web", ready=1, updated=1, generation=2, observed=1), failing],
+    web, db = live_deployment("web"), statefulset("db", 1)
+    failing = live_deployment("web", ready=1, updated=1, generation=2, observed=2, conditions=PDE)
+    answers = {ref(web): [live_deployment("web", ready=1, updated=1, generation=2, observed=1), failing],
                ref(db): [db]}
     pods = [crash_pod("web-7f5c4d9b8-a"), crash_pod("web-7f5c4d9b8-b")]
     clock = FakeClock()
@@ -213,9 +156,9 @@ def test_failed_job_is_permanent():
 
 
 def test_timeout_lists_every_pending_workload_with_reasons():
-    web, api, db = deployment("web"), deployment("api"), statefulset("db", 2)
+    web, api, db = live_deployment("web"), live_deployment("api"), statefulset("db", 2)
     answers = {
-        ref(web): [deployment("web", ready=1)],
+        ref(web): [live_deployment("web", ready=1)],
         ref(api): [api],
         ref(db): [statefulset("db", 0)],
     }
@@ -256,7 +199,7 @@ def test_non_permanent_failure_keeps_waiting_and_can_recover():
 
 
 def test_transient_api_error_is_retried_and_other_errors_propagate():
-    web = deployment("web")
+    web = live_deployment("web")
     flaky = ApiError("etcdserver: request timed out", status=500, transient=True)
     result, _fetch, clock = run([web], {ref(web): [flaky, web]})
     assert result[0]["status"] == "Current"
@@ -268,8 +211,8 @@ def test_transient_api_error_is_retried_and_other_errors_propagate():
 
 
 def test_on_progress_is_called_at_most_every_ten_seconds_with_pending_refs():
-    web, db = deployment("web"), statefulset("db", 2)
-    slow = [deployment("web", ready=0)] * 25 + [web]
+    web, db = live_deployment("web"), statefulset("db", 2)
+    slow = [live_deployment("web", ready=0)] * 25 + [web]
     calls = []
     clock = FakeClock()
     result, _fetch, _clock = run([web, db], {ref(web): slow, ref(db): [db]}, clock=clock, interval=1.0,
@@ -280,7 +223,7 @@ def test_on_progress_is_called_at_most_every_ten_seconds_with_pending_refs():
 
 
 def test_pod_listing_error_does_not_hide_the_timeout():
-    web = deployment("web", ready=0)
+    web = live_deployment("web", ready=0)
 
     def list_pods(_obj):
         raise ApiError("pods is forbidden", status=403, reason="Forbidden")
@@ -306,3 +249,44 @@ def test_poll_checks_once_more_at_the_deadline_then_gives_up():
     assert done is False
     assert calls == [0.0, 1.0, 2.0, 2.5] and clock.sleeps == [1.0, 1.0, 0.5]
     assert between == [1000.0, 1001.0, 1002.0]  # before each sleep, never after the last check
+
+
+# --------------------------------------------------------------------------- polled: objects that go away
+
+
+def _job(state):
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "hook", "namespace": "shop", "annotations": {"manent.io/wait": "true"}},
+           "spec": {"backoffLimit": 0}, "status": {"startTime": "2024-05-02T10:00:00Z", "active": 1}}
+    if state == "deleting":
+        job["metadata"]["deletionTimestamp"] = "2024-05-02T10:00:09Z"
+        job["status"] = {"startTime": "2024-05-02T10:00:00Z", "succeeded": 1,
+                         "conditions": [{"type": "Complete", "status": "True"}]}
+    return job
+
+
+def test_a_job_read_complete_while_its_ttl_deletes_it_is_complete():
+    job = _job("running")
+    result, _fetch, _clock = run([job], {ref(job): [job, _job("deleting"), None]})
+    assert [(e["status"], e["message"]) for e in result] == [("Current", "Job Completed. succeeded: 1/1")]
+
+
+def test_a_job_gone_between_two_polls_fails_at_once_and_is_never_called_not_visible_yet():
+    job = _job("running")
+    clock = FakeClock()
+    with pytest.raises(WaitError) as info:
+        run([job], {ref(job): [job, None]}, clock=clock, timeout=300.0)
+    assert info.value.permanent and clock.elapsed == 1.0
+    assert str(info.value).startswith(
+        "Job/shop/hook: gone between two reads, so its last changes were not seen; last seen: InProgress: Job in "
+        "progress. succeeded: 0/1, active: 1, failed: 0: its outcome was not observed")
+    assert "not visible yet" not in str(info.value)
+
+
+def test_a_workload_gone_after_it_was_seen_says_so_until_the_deadline():
+    web = live_deployment("web", ready=0)
+    with pytest.raises(WaitError) as info:
+        run([web], {ref(web): [web, None]}, timeout=3.0)
+    assert info.value.permanent is False
+    assert info.value.statuses[0]["message"] == ("gone between two reads, so its last changes were not seen; last "
+                                                 "seen: InProgress: Available: 0/2")

@@ -27,6 +27,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import ssl
 import sys
 import tempfile
@@ -141,6 +142,73 @@ class Response:
         self.data = data
         self.headers = headers
         self.warnings = warnings
+
+
+class Stream:
+    """The body of a streaming answer (a WATCH), read as it arrives: :meth:`events` yields each line parsed as
+    JSON until the server ends the answer; a connection that breaks or stays silent past the read timeout raises a
+    transient ApiError. :meth:`close` may be called from another thread: the reader then stops without an error.
+    A stream read to its end gives its connection back to the pool; one cut short closes it."""
+
+    def __init__(self, response, subject, url):
+        self._response = response
+        self._subject = subject
+        self._url = url
+        self._lock = threading.Lock()
+        self._closed = self._reading = self._released = False
+
+    def events(self):
+        with self._lock:
+            if self._closed:
+                return
+            self._reading = True
+        buffer, finished = b"", False
+        try:
+            for chunk in self._response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer and not self._closed:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+            finished = True
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            if not self._closed:
+                raise ApiError("the stream from %s broke: %s" % (self._url, _short(exc)), subject=self._subject,
+                               transient=True) from None
+        finally:
+            self._release(keep=finished and not self._closed)
+
+    def close(self):
+        """End the stream now; a thread waiting in :meth:`events` for the next bytes returns."""
+        with self._lock:
+            self._closed = True
+            reading = self._reading
+        if not reading:
+            self._release(keep=False)
+            return
+        try:  # unblocks the reading thread; it releases the connection
+            self._response.shutdown()
+            return
+        except (AttributeError, ValueError, RuntimeError, OSError):
+            pass
+        sock = getattr(getattr(self._response, "_connection", None), "sock", None)  # urllib3 before 2.3
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _release(self, keep):
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        try:
+            if not keep:
+                self._response.close()
+            self._response.release_conn()
+        except (AttributeError, OSError):
+            pass
 
 
 def parse_warnings(values):
@@ -308,54 +376,81 @@ class Kube:
 
         ``repeatable`` overrides :func:`retry_safe` for callers that make a repeat harmless themselves (a
         create whose 409 they read as "exists already")."""
-        url = self.url + path
-        if query:
-            url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
-        headers = {"Accept": accept, "User-Agent": USER_AGENT}
-        if self._token:
-            headers["Authorization"] = "Bearer " + self._token
+        headers = self._headers(accept)
         payload = None
         if body is not None:
             payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
             headers["Content-Type"] = content_type
         policy = _Retries(self, method, path, content_type, retry, repeatable)
-        while True:
-            try:
-                r = self._pool.request(method, url, body=payload, headers=headers, retries=False,
-                                       timeout=urllib3.Timeout(connect=10.0, read=timeout or self.options.timeout),
-                                       preload_content=True)
-            except (urllib3.exceptions.SSLError,) as exc:
-                if not _verification_failure(exc):  # reset or EOF in the handshake: the connection broke
-                    if policy.again():
-                        continue
-                    raise ApiError("cannot reach %s%s: %s" % (self.url, policy.tried(), _short(exc)), subject=subject,
-                                   transient=True, hint="check the address and that the API server is up, then run "
-                                                        "again (the run is safe to repeat)")
-                raise ApiError("TLS verification failed for %s with %s: %s" % (self.url, self.ca_source, _short(exc)),
-                               subject=subject,
-                               hint="give the cluster CA (ca / ca_file); insecure_skip_tls_verify is for development "
-                                    "only")
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if policy.again(unsent=_unsent(exc)):
-                    continue
+        r = None
+        while r is None:
+            r = self._attempt(method, self._url(path, query), payload, headers, policy, subject,
+                              timeout or self.options.timeout, preload=True)
+        warnings = parse_warnings(r.headers.getlist("Warning") if hasattr(r.headers, "getlist") else
+                                  [r.headers.get("Warning")] if r.headers.get("Warning") else [])
+        return Response(r.status, _decode(r.data), r.headers, warnings)
+
+    def stream(self, path, query=None, subject=None, timeout=None):
+        """Open a streaming GET (a WATCH: ``watch=1`` in ``query``) and return its :class:`Stream` once the server
+        answered 2xx. Until then the retry policy of :meth:`request` applies (an API server that restarts is waited
+        for up to ``retry_time``); error statuses raise typed errors. ``timeout``: seconds a read may wait for the
+        next bytes before the stream counts as broken."""
+        headers = self._headers("application/json")
+        policy = _Retries(self, "GET", path, None, True)
+        r = None
+        while r is None:
+            r = self._attempt("GET", self._url(path, query), None, headers, policy, subject,
+                              timeout or self.options.timeout, preload=False)
+        return Stream(r, subject, self.url)
+
+    def _url(self, path, query):
+        url = self.url + path
+        if query:
+            url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
+        return url
+
+    def _headers(self, accept):
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
+        if self._token:
+            headers["Authorization"] = "Bearer " + self._token
+        return headers
+
+    def _attempt(self, method, url, payload, headers, policy, subject, read_timeout, preload):
+        """One attempt of a request: the 2xx answer, or None when the retry policy slept and wants another attempt;
+        a typed ApiError otherwise. With ``preload`` False the answer's body is left to read as a stream."""
+        try:
+            r = self._pool.request(method, url, body=payload, headers=headers, retries=False,
+                                   timeout=urllib3.Timeout(connect=10.0, read=read_timeout), preload_content=preload)
+        except (urllib3.exceptions.SSLError,) as exc:
+            if not _verification_failure(exc):  # reset or EOF in the handshake: the connection broke
+                if policy.again():
+                    return None
                 raise ApiError("cannot reach %s%s: %s" % (self.url, policy.tried(), _short(exc)), subject=subject,
                                transient=True, hint="check the address and that the API server is up, then run "
                                                     "again (the run is safe to repeat)")
-            self._reached = True
-            warnings = parse_warnings(r.headers.getlist("Warning") if hasattr(r.headers, "getlist") else
-                                      [r.headers.get("Warning")] if r.headers.get("Warning") else [])
-            data = _decode(r.data)
-            if 200 <= r.status < 300:
-                return Response(r.status, data, r.headers, warnings)
-            retry_after = _retry_after(r.headers.get("Retry-After"))
-            err = error_from_status(r.status, data, subject=subject, retry_after=retry_after)
-            # 429 is refused before the request is handled: repeating it is safe for every verb.
-            if err.transient and policy.again(unsent=r.status == 429, retry_after=retry_after):
-                continue
-            if err.transient and policy.attempt > 1:
-                err.message = "%s%s" % (err.message, policy.tried())
-            raise err
-        raise AssertionError("unreachable")  # pragma: no cover
+            raise ApiError("TLS verification failed for %s with %s: %s" % (self.url, self.ca_source, _short(exc)),
+                           subject=subject,
+                           hint="give the cluster CA (ca / ca_file); insecure_skip_tls_verify is for development "
+                                "only")
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if policy.again(unsent=_unsent(exc)):
+                return None
+            raise ApiError("cannot reach %s%s: %s" % (self.url, policy.tried(), _short(exc)), subject=subject,
+                           transient=True, hint="check the address and that the API server is up, then run "
+                                                "again (the run is safe to repeat)")
+        self._reached = True
+        if 200 <= r.status < 300:
+            return r
+        retry_after = _retry_after(r.headers.get("Retry-After"))
+        err = error_from_status(r.status, _decode(r.data), subject=subject, retry_after=retry_after)
+        if not preload:
+            r.release_conn()
+        # 429 is refused before the request is handled: repeating it is safe for every verb.
+        if err.transient and policy.again(unsent=r.status == 429, retry_after=retry_after):
+            return None
+        if err.transient and policy.attempt > 1:
+            err.message = "%s%s" % (err.message, policy.tried())
+        raise err
 
     def get_json(self, path, **kw):
         return self.request("GET", path, **kw).data

@@ -20,7 +20,9 @@ the next group starts. An object listed for two stages (``pre-upgrade,post-upgra
 
 Delete policies acting after a wait: ``succeeded`` deletes a Job or Pod that completed, ``failed`` one
 that failed, after its failure (with its pods' reasons) was put in the error; both through delete.py with
-the object's own delete propagation, each recorded in the change set.
+the object's own delete propagation, each recorded in the change set. The wait observes (wait.py): a Job that a
+controller deletes right after it finished (``ttlSecondsAfterFinished``) counts with the outcome seen, and its
+delete policy has nothing left to delete; one gone before its outcome was seen fails the stage, saying so.
 """
 
 from __future__ import annotations
@@ -30,12 +32,11 @@ from dataclasses import dataclass, field
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import DELETED, Change
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import group_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.status import condition, pod_problems
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import needs_wait
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import needs_wait, runs_to_end
 
 PRE, MAIN, POST = lifecycle.PRE, lifecycle.MAIN, lifecycle.POST
-_RUN_TO_END = {("batch", "Job"), ("", "Pod")}  # kinds whose delete policies succeeded/failed can act
 
 
 @dataclass
@@ -76,11 +77,6 @@ def weight_groups(objects):
     for obj in objects:
         grouped.setdefault(lifecycle.weight(obj), []).append(obj)
     return sorted(grouped.items(), key=lambda item: item[0])
-
-
-def runs_to_end(obj):
-    """Jobs and Pods: they finish (succeed or fail), so a stage waits for that and delete policies act on it."""
-    return (group_of(obj), obj.get("kind") or "") in _RUN_TO_END
 
 
 def waited_in(obj, when):
@@ -129,10 +125,11 @@ def apply_policies(deleter, objects, policy, done, changes):
 
 class PodWitness:
     """Remembers what the pods of running Jobs reported, so that a Job that fails after its pods are gone
-    (``activeDeadlineSeconds``: the Job controller deletes them) is still explained by their last reasons.
+    (``activeDeadlineSeconds``: the Job controller deletes them) is still explained by their last reasons; any
+    other Job is explained by its pods as they are now.
 
-    ``fetch``, ``fetch_many`` and ``list_pods`` wrap the rollout wait's own (wait.wait_for): while a Job runs,
-    its pods are listed once per round."""
+    ``fetch``, ``fetch_many`` and ``list_pods`` wrap a polled rollout wait's own (wait.wait_for without a watch,
+    which observes the pods of Jobs itself): while a Job runs, its pods are listed once per round."""
 
     def __init__(self, fetch, list_pods, fetch_many=None):
         self._fetch = fetch
@@ -159,7 +156,7 @@ class PodWitness:
         if pod_problems(pods):
             self._seen[ref(obj)] = pods
             return pods
-        return self._seen.get(ref(obj), pods)
+        return self._seen.get(ref(obj), pods) if failed(obj) else pods
 
 
 def run(stage, apply_group, wait_group, deleter, changes, wait=True):

@@ -104,7 +104,7 @@ class Writer:
         witness = stages.PodWitness(self.reader.get, lambda obj: pods_of(self.kube, obj), self.reader.read_many)
         return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=self.options.wait_timeout,
                         on_progress=self.options.on_progress, select=lambda obj: stages.waited_in(obj, when),
-                        fetch_many=witness.fetch_many)
+                        fetch_many=witness.fetch_many, watch=self.reader)
 
     def _finish_history(self, plan):
         """The release in service (or, for traffic, the candidate: in service only after manent_traffic

@@ -20,6 +20,8 @@ Deliberate differences from kstatus, because a deploy waits on the result:
   a DaemonSet with OnDelete does not wait for its pods to be updated (kstatus waits forever: nothing replaces
   them).
 
+``finished`` is the outcome of a Job or Pod that ran to its end, also while it is being deleted.
+
 ``pod_problems`` explains, one short line per distinct problem, why the pods of a workload are
 not ready; the wait loop adds it to its errors.
 """
@@ -472,6 +474,24 @@ def compute(obj):
         return result
     rule = _RULES.get(_rule_key(obj), _ready_condition)
     return rule(obj)
+
+
+def finished(obj):
+    """The outcome of a Job or Pod that ran to its end (a Job Complete or failed, a Pod Succeeded or Failed), or None
+    (not finished, or another kind). Unlike :func:`compute` it holds while the object is being deleted: a Job's
+    ``ttlSecondsAfterFinished`` or a delete policy removes it right after it finished, and that outcome stays."""
+    if not isinstance(obj, dict):
+        return None
+    key = _rule_key(obj)
+    if key == "batch/Job":
+        result = _job(obj)
+        done = _has_condition(obj, "Complete", "True") or result.status == FAILED
+    elif key == "Pod":
+        result = _pod(obj)
+        done = _str(obj, "status.phase", "") in ("Succeeded", "Failed")
+    else:
+        return None
+    return result if done else None
 
 
 def is_permanent_failure(obj, result):

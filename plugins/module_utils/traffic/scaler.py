@@ -89,7 +89,7 @@ class SlotScaler:
         if self.options.dry_run or not workloads:
             return []
         return wait_for(workloads, self.get, list_pods=lambda obj: pods_of(self.kube, obj),
-                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress)
+                        timeout=self.options.wait_timeout, on_progress=self.options.on_progress, watch=self.reader)
 
     def proportional(self, objects, percent, grow):
         """The workloads of ``objects`` whose replicas proportional to ``percent`` are more (``grow``) or fewer
