@@ -98,13 +98,13 @@ def main(argv=None):
             urllib.request.urlopen(urllib.request.Request(exporter + "/config", data=body, method="POST",
                                                           headers={"Content-Type": "application/json"}), timeout=10)
         time.sleep(WINDOW_SECONDS + 5)  # the window of the first measurement holds this traffic only
-        runs = [one_run(url, token, args.interval) for _ in range(args.runs)]
+        runs = [one_run(url, token, args.interval) for _number in range(args.runs)]
     finally:
         rig.down(directory)
     for number, run in enumerate(runs, 1):
         print("run %d: wall %.1f s, controller CPU %.2f s, %d queries, verdict %s"
               % (number, run["wall"], run["cpu"], run["queries"], run["verdict"]))
-    base = statistics.median(floor() for _ in range(args.runs))
+    base = statistics.median(floor() for _number in range(args.runs))
     print("median: wall %.1f s, controller CPU %.2f s, %d queries (3 checks x 5 measurements); the same ansible "
           "command with ansible.builtin.ping: %.2f s CPU" % (statistics.median(r["wall"] for r in runs),
                                                              statistics.median(r["cpu"] for r in runs),

@@ -32,8 +32,6 @@ from tests.integration.module_helpers import kubeconfig
 pytestmark = pytest.mark.integration
 
 
-
-
 def index_of(calls, predicate):
     for i, (method, path, query) in enumerate(calls):
         if predicate(method, path, query):
@@ -46,8 +44,8 @@ def index_of(calls, predicate):
 
 def test_crd_and_its_custom_resource_in_one_bundle(cluster, namespace):
     group = "%s.manent.io" % namespace
-    objects = [crd(group, "Gizmo", "gizmos"), {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
-                            "spec": {"size": 3}}, configmap("settings", a="1")]
+    gizmo = {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"}, "spec": {"size": 3}}
+    objects = [crd(group, "Gizmo", "gizmos"), gizmo, configmap("settings", a="1")]
     crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos." + group
     cr_path = "/apis/%s/v1/namespaces/%s/gizmos/g1" % (group, namespace)
     try:
@@ -469,8 +467,8 @@ def test_unknown_field_is_refused_naming_object_and_field(cluster, namespace, tm
 
 def test_crd_and_custom_resource_render_and_deploy_from_one_artifact(cluster, namespace, tmp_path):
     group = "%s.render.manent.io" % namespace
-    objects = [crd(group, "Gizmo", "gizmos"), {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
-                            "spec": {"size": 1}}]
+    gizmo = {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"}, "spec": {"size": 1}}
+    objects = [crd(group, "Gizmo", "gizmos"), gizmo]
     try:
         result = h.deploy(cluster, tmp_path, objects, namespace)
         assert actions(result) == {"CustomResourceDefinition/gizmos." + group: "created",

@@ -110,8 +110,6 @@ def test_view_role_reads_no_secret_value_in_history(cluster, namespace, tmp_path
     assert companion["metadata"]["ownerReferences"][0]["name"] == records[1]
 
 
-
-
 def test_rollback_restores_the_previous_secret_value(cluster, namespace, tmp_path):
     for version in ("1.0.0", "2.0.0"):
         deploy(cluster, tmp_path, [db_secret(version)], namespace, version=version)

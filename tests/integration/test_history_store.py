@@ -43,10 +43,6 @@ def store(cluster, namespace, key=SHOP, holder="deploy-1", now=None, kube=None):
     return HistoryStore(kube or cluster.kube, namespace, key, holder=holder, now=now)
 
 
-
-
-
-
 def cm_names(cluster, namespace):
     """The ConfigMaps of ``namespace`` but the one the root CA publisher adds to every namespace (late, under load)."""
     return sorted(cm["metadata"]["name"] for cm in cluster.list("v1", "ConfigMap", namespace)
@@ -292,8 +288,8 @@ def test_redeploying_a_version_replaces_its_record(cluster, namespace):
     again = Release(SHOP, "1.0.0", "deploy-2")
     history.save_record(again, [configmap("b", namespace=namespace)])
     meta, objects = history.load("1.0.0")
-    assert (meta["deployment"], meta["status"], objects) == ("deploy-2", "pending",
-                                                            [configmap("b", namespace=namespace)])
+    assert (meta["deployment"], meta["status"], objects) == (
+        "deploy-2", "pending", [configmap("b", namespace=namespace)])
     assert "is redeployed" in history.notes[-1]
     assert len(history.records()) == 1
 

@@ -34,8 +34,6 @@ def _scoped_token(cluster, namespace):
     return token
 
 
-
-
 @pytest.fixture
 def scoped(cluster, namespace):
     """A Kube of user manent-deployer, bound to a Role in ``namespace`` only."""

@@ -37,8 +37,6 @@ pytestmark = pytest.mark.integration
 REMOVED_API_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("networking.k8s.io/v1", "Ingress"))
 
 
-
-
 def ingress_v1(ns, name):
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": name, "namespace": ns},
             "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}
@@ -53,8 +51,6 @@ def psp(name):
     return {"apiVersion": "policy/v1beta1", "kind": "PodSecurityPolicy", "metadata": {"name": name},
             "spec": {"privileged": False, "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "RunAsAny"},
                      "supplementalGroups": {"rule": "RunAsAny"}, "fsGroup": {"rule": "RunAsAny"}}}
-
-
 
 
 def applied(cluster, obj, key, version="1.0.0"):
@@ -86,8 +82,6 @@ def deploy_new(cluster, ns, key, version, objects, tmp_path, prune=True):
 
 def rollback(cluster, ns, key):
     return Deployer(cluster.kube, cluster.discovery, DeployOptions(prune=True, wait_timeout=60)).rollback(ns, key)
-
-
 
 
 def test_prune_deletes_objects_stored_under_removed_api_versions(cluster, namespace, tmp_path):

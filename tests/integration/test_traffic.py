@@ -77,8 +77,6 @@ def traffic(cluster, namespace, **options):
     return Traffic(cluster.kube, Discovery(cluster.kube), namespace, KEY, TrafficOptions(**defaults))
 
 
-
-
 def route_ref(namespace):
     return ROUTE._replace(namespace=namespace)
 

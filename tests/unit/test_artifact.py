@@ -56,8 +56,6 @@ def _bytes(path):
         return handle.read()
 
 
-
-
 def _archive_cases():
     with open(os.path.join(FIXTURES, "archives.yaml"), encoding="utf-8") as handle:
         return yaml.safe_load(handle)

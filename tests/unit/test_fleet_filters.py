@@ -54,8 +54,8 @@ def test_preflight_checks_the_parts_asked_for_else_those_whose_values_are_given(
     bad = dict(GOOD, sha256="", concurrency=-1)
     assert manent_preflight(bad, []) == []
     assert [line.split(":")[0] for line in manent_preflight(bad)] == ["deploy_artifact.sha256", "deploy_concurrency"]
-    common = {k: v for k, v in bad.items() if k not in ("artifact", "artifact_types", "artifact_name", "version",
-                                                          "source", "sha256", "concurrency")}
+    parted = ("artifact", "artifact_types", "artifact_name", "version", "source", "sha256", "concurrency")
+    common = {k: v for k, v in bad.items() if k not in parted}
     assert manent_preflight(common) == []
 
 

@@ -41,8 +41,6 @@ def table(name):
     return [pytest.param(case, id=case["name"]) for case in load(name)]
 
 
-
-
 def without_weights(rule):
     rule = copy.deepcopy(rule)
     for ref in rule.get("backendRefs") or rule.get("route") or ():
