@@ -46,6 +46,7 @@ JUNK = {
     ".build/collections/ansible_collections/manent/README": "make collection-link",
     ".clusters/eu1a/logs/kube-apiserver.log": "I1204 apiserver log",
     ".clusters/eu1a/admin.token": "a-token-of-a-local-cluster",
+    ".prometheus/server/data/wal/00000000": "a Prometheus write-ahead log",
     "hack/tools/bin/etcd": "",
     "bench/results.json": "{}",
     "bench/runs/2099-01-01-local.json": "{}",
@@ -62,7 +63,7 @@ JUNK = {
 }
 # Leading parts of JUNK entries that are directories (everything below is left out); the others are files.
 JUNK_DIRS = (".hypothesis", ".pytest_cache", "tests/unit/.pytest_cache", "tests/.hypothesis",
-             "plugins/module_utils/__pycache__", ".build", ".clusters", "hack/tools", "bench/runs",
+             "plugins/module_utils/__pycache__", ".build", ".clusters", ".prometheus", "hack/tools", "bench/runs",
              "extensions/molecule/default/.molecule", ".cache", ".ansible", ".venv", ".mypy_cache", "tests/output")
 
 
