@@ -10,6 +10,8 @@ the step's own ``analysis``), ``{}`` when the step has none.
 ``steps | manent_traffic_steps(all_steps)``: the steps of a rollout as operations, each with its analysis.
 ``analyses | manent_preflight_checks``: the checks of several analyses, each once, for one preflight.
 ``hosts | manent_quorum(hostvars, quorum)``: whether enough clusters of a wave passed their analysis.
+``analysis | manent_step_failure(traffic)``: the message of a traffic step whose analysis did not pass.
+``result | manent_wave_failure(analysis, quorum, on_failure)``: a cluster's result once its wave did not pass.
 ``results | manent_analysis_lines``: one summary note per cluster result with an analysis.
 """
 
@@ -122,6 +124,50 @@ def manent_quorum(hosts, hostvars, quorum=None):
     return {"ok": ok, "passed": passed, "failed": failed, "needed": needed, "total": len(hosts), "message": message}
 
 
+def _weights(traffic):
+    weights = _mapping(_mapping(traffic).get("weights"))
+    return ", ".join("%s %s" % (slot, weights[slot]) for slot in sorted(weights)) or "unknown"
+
+
+def manent_step_failure(analysis, traffic=None):
+    """The message of a traffic step whose analysis did not pass: the verdict and reason (the check, its values and
+    condition), the deciding check's rendered query, then what became of the traffic. ``traffic``: the last
+    manent_traffic result (the automatic abort's after a Failed analysis with on_failure abort; it failed when it
+    has a message, as the role tolerates its failure to report it here)."""
+    analysis, traffic = _mapping(analysis), _mapping(traffic)
+    verdict = analysis.get("verdict", "Error")
+    text = "analysis of the step to %s %% %s: %s" % (analysis.get("step", "?"), verdict, analysis.get("reason", ""))
+    if analysis.get("query"):
+        text += "; query: %s" % analysis["query"]
+    if verdict == "Failed" and analysis.get("on_failure", "abort") == "abort":
+        if traffic.get("msg") or traffic.get("failed"):
+            return text + "; the automatic abort FAILED, run operation abort: %s" % traffic.get("msg", "")
+        return text + ("; aborted: all traffic back to the stable slot (weights %s), the candidate scaled to zero"
+                       % _weights(traffic))
+    if verdict == "Failed":
+        return text + "; on_failure pause: the weights stay as the step set them (%s)" % _weights(traffic)
+    return text + "; nothing was changed after the step: the weights stay (%s)" % _weights(traffic)
+
+
+def manent_wave_failure(result, analysis, quorum, on_failure="stop"):
+    """A cluster's result once its wave did not pass: status failed, its analysis, ``rolled_back`` and a message
+    with the wave's count, this cluster's verdict, reason and query, and the rollback's outcome. ``result``: the
+    cluster's result, the rollback's when on_failure is rollback (failed when it failed, or when the deploy had)."""
+    out, analysis, quorum = dict(_mapping(result)), _mapping(analysis), _mapping(quorum)
+    rolled_back = on_failure == "rollback" and out.get("status") != "failed"
+    parts = ["wave analysis failed: %s" % quorum.get("message", "")]
+    if analysis.get("verdict"):
+        parts.append("this cluster: analysis %s: %s" % (analysis["verdict"], analysis.get("reason", "")))
+    if analysis.get("query"):
+        parts.append("query: %s" % analysis["query"])
+    if rolled_back:
+        parts.append("rolled back to %s" % (out.get("version") or "the release before"))
+    elif on_failure == "rollback":
+        parts.append("NOT rolled back: %s" % (out.get("message") or "its deploy failed"))
+    out.update({"status": "failed", "analysis": analysis, "rolled_back": rolled_back, "message": "; ".join(parts)})
+    return out
+
+
 def manent_analysis_lines(results):
     """``host: analysis <verdict>: <reason>`` for each result (dicts with host and analysis) that has an analysis
     and no message of its own (a failure's message already says why)."""
@@ -139,4 +185,5 @@ class FilterModule:
     def filters(self):
         return {"manent_analysis_short": manent_analysis_short, "manent_step_analysis": manent_step_analysis,
                 "manent_traffic_steps": manent_traffic_steps, "manent_preflight_checks": manent_preflight_checks,
-                "manent_quorum": manent_quorum, "manent_analysis_lines": manent_analysis_lines}
+                "manent_quorum": manent_quorum, "manent_analysis_lines": manent_analysis_lines,
+                "manent_step_failure": manent_step_failure, "manent_wave_failure": manent_wave_failure}

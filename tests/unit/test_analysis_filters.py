@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.manent.kubernetes.plugins.filter.manent import manent_summary_lines
 from ansible_collections.manent.kubernetes.plugins.filter.manent_analysis import (
     manent_analysis_lines, manent_analysis_short, manent_preflight_checks, manent_quorum,
-    manent_step_analysis, manent_traffic_steps, quorum_needed)
+    manent_step_analysis, manent_step_failure, manent_traffic_steps, manent_wave_failure, quorum_needed)
 from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import manent_preflight
 
 ERRORS = {"name": "errors", "query": "up", "max": 0.01}
@@ -131,3 +131,37 @@ def test_preflight_accepts_good_analysis_settings():
 def test_preflight_names_the_variable_and_field_of_a_bad_analysis_setting(settings, expected):
     failures = manent_preflight(base_values(**settings))
     assert any(line.startswith(expected) for line in failures), failures
+
+
+def test_step_failure_says_what_became_of_the_traffic():
+    analysis = dict(manent_analysis_short(failed_result()), step=10, on_failure="abort")
+    aborted = manent_step_failure(analysis, {"operation": "abort", "weights": {"a": 100, "b": 0}})
+    assert aborted.startswith("analysis of the step to 10 % Failed: check errors Failed: value 0.3 > 0.01 (max)")
+    assert 'query: rate(x{slot="b"}[20s])' in aborted
+    assert aborted.endswith("aborted: all traffic back to the stable slot (weights a 100, b 0), the candidate "
+                            "scaled to zero")
+    broken = manent_step_failure(analysis, {"failed": False, "msg": "the lock is held by someone"})
+    assert "the automatic abort FAILED, run operation abort: the lock is held by someone" in broken
+    paused = manent_step_failure(dict(analysis, on_failure="pause"), {"weights": {"a": 90, "b": 10}})
+    assert paused.endswith("on_failure pause: the weights stay as the step set them (a 90, b 10)")
+    inconclusive = manent_step_failure({"verdict": "Inconclusive", "reason": "no data", "step": 50},
+                                       {"weights": {"a": 50, "b": 50}})
+    assert inconclusive == ("analysis of the step to 50 % Inconclusive: no data; nothing was changed after the step: "
+                            "the weights stay (a 50, b 50)")
+
+
+def test_wave_failure_fails_the_cluster_and_says_whether_it_was_rolled_back():
+    quorum = {"message": "1 of 2 cluster(s) of the wave passed the analysis, 2 needed (not passed: eu1b)"}
+    analysis = manent_analysis_short(failed_result())
+    rolled = manent_wave_failure({"host": "eu1b", "status": "deployed", "version": "1.0.0"}, analysis, quorum,
+                                 "rollback")
+    assert rolled["status"] == "failed" and rolled["rolled_back"] is True and rolled["analysis"] == analysis
+    assert rolled["message"].startswith("wave analysis failed: 1 of 2 cluster(s)")
+    assert "this cluster: analysis Failed: check errors Failed" in rolled["message"]
+    assert rolled["message"].endswith("rolled back to 1.0.0")
+    stopped = manent_wave_failure({"host": "eu1a", "status": "deployed", "version": "2.0.0"},
+                                  {"verdict": "Successful", "reason": "ok"}, quorum)
+    assert stopped["rolled_back"] is False and "rolled back" not in stopped["message"]
+    not_rolled = manent_wave_failure({"status": "failed", "message": "no release to roll back to"}, analysis, quorum,
+                                     "rollback")
+    assert not_rolled["rolled_back"] is False and "NOT rolled back: no release to roll back to" in not_rolled["message"]
