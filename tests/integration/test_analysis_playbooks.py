@@ -38,6 +38,13 @@ def seen(prometheus, traffic, slot, until):
     wait_until(lambda: prometheus.client.scalar(query), until, timeout=120, what="error ratio of slot %s" % slot)
 
 
+def ran(run, task):
+    """The hosts for which the role's task ``task`` ran (ok, changed or failed; not skipped), each time it ran."""
+    parts = re.split(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", run.output, flags=re.MULTILINE)
+    return [host for index in range(1, len(parts), 2) if parts[index] == task
+            for host in re.findall(r"^(?:ok|changed|fatal): \[([^\]]+?)\]", parts[index + 1], re.MULTILINE)]
+
+
 def analysis(traffic, **settings):
     return dict(FAST, checks=[{"name": "error-ratio", "query": error_ratio(traffic), "max": 0.05}], **settings)
 
@@ -136,7 +143,8 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert checked.rc == 0, checked.explain()
         assert checked.summary[cluster.name]["analysis"]["verdict"] == "Failed", checked.summary
         assert "%s: analysis Failed: check error-ratio Failed" % cluster.name in checked.output
-        assert "Traffic | abort" not in checked.output
+        assert ran(checked, "Traffic | Analysis of the step to 50 %") == [cluster.name]  # check mode goes on
+        assert ran(checked, "Traffic | abort") == [], checked.explain()
         assert state(cluster, namespace) == before
 
         # (b) The 10 % step fails its check: the abort happens by itself, the run fails saying why.
@@ -155,6 +163,7 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert 'query: sum(rate(http_requests_total{%s,slot="b",code=~"5.."}' % traffic.selector() in message
         assert message.endswith("aborted: all traffic back to the stable slot (weights a 100, b 0), the candidate "
                                 "scaled to zero"), message
+        assert ran(run, "Traffic | abort") == [cluster.name]
         assert "Traffic | Analysis of the step to 50 %" not in run.output and "Traffic | promote" not in run.output
         assert "check error-ratio Failed" in run.output  # the run's error, as printed
         assert time.time() - started < 120
