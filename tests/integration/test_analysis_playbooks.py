@@ -147,6 +147,14 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert ran(checked, "Traffic | abort") == [], checked.explain()
         assert state(cluster, namespace) == before
 
+        # on_failure pause: the run fails at the 10 % step without the abort; the weights stay.
+        paused = play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
+                      deploy_analysis_provider=provider, deploy_traffic_analysis=analysis(traffic, on_failure="pause"))
+        assert paused.rc != 0, paused.explain()
+        assert app_weights(cluster, namespace) == {"a": 90, "b": 10} and ran(paused, "Traffic | abort") == []
+        assert paused.summary[cluster.name]["message"].endswith(
+            "on_failure pause: the weights stay as the step set them (a 90, b 10)"), paused.summary
+
         # (b) The 10 % step fails its check: the abort happens by itself, the run fails saying why.
         started = time.time()
         run = play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
