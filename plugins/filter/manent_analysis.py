@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+
 def _mapping(value):
     return value if isinstance(value, Mapping) else {}
 

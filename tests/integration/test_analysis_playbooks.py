@@ -73,9 +73,8 @@ def candidate_release(cluster, inventory_path, namespace, tmp_path):
             return run_playbook(name, inventory_path, traffic_vars(tmp_path, namespace, version, **extra), tmp_path,
                                 limit=cluster.name, check=check, verbosity=verbosity)
 
-        for name, version, extra in (("deploy", "1.0.0", {}), ("traffic", "1.0.0", {"deploy_traffic_operation":
-                                                                                   "promote"}),
-                                     ("deploy", "2.0.0", {})):
+        promote = {"deploy_traffic_operation": "promote"}
+        for name, version, extra in (("deploy", "1.0.0", {}), ("traffic", "1.0.0", promote), ("deploy", "2.0.0", {})):
             run = play(name, version, **extra)
             assert run.rc == 0, run.explain()
         assert app_weights(cluster, namespace) == {"a": 100, "b": 0}
