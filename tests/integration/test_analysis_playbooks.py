@@ -146,6 +146,17 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert ran(checked, "Traffic | abort") == [], checked.explain()
         assert state(cluster, namespace) == before
 
+        # No data (a service without series) is Inconclusive: the run stops at 10 % and changes nothing more.
+        nothing = {"name": "no-such-traffic", "min": 1,
+                   "query": 'sum(rate(http_requests_total{service="%s-none"}[${window}]))' % traffic.name}
+        unsure = play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
+                      deploy_analysis_provider=provider, deploy_traffic_analysis=dict(FAST, checks=[nothing]))
+        assert unsure.rc != 0, unsure.explain()
+        assert app_weights(cluster, namespace) == {"a": 90, "b": 10} and ran(unsure, "Traffic | abort") == []
+        message = unsure.summary[cluster.name]["message"]
+        assert message.startswith("analysis of the step to 10 % Inconclusive: check no-such-traffic Inconclusive")
+        assert "no data" in message.lower() and message.endswith("the weights stay (a 90, b 10)"), message
+
         # on_failure pause: the run fails at the 10 % step without the abort; the weights stay.
         paused = play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
                       deploy_analysis_provider=provider, deploy_traffic_analysis=analysis(traffic, on_failure="pause"))
@@ -192,6 +203,17 @@ def test_waves_a_failed_wave_stops_the_run_and_is_rolled_back_when_asked(
 
     def greeting(cluster):
         return cluster.get("v1", "ConfigMap", ns, "shop-config")["data"]["greeting"]
+
+    # Check mode: every wave is judged on the dry run and reported Failed; nothing fails, nothing is written.
+    before = {c.name: resource_versions(c, ns) for c in clusters}
+    checked = run_playbook("deploy", inventory_path, shop_vars(
+        tmp_path, ns, "2.0.0", "v2", deploy_analysis_provider=provider,
+        deploy_wave_analysis=dict(FAST, checks=checks, on_failure="rollback")), tmp_path, check=True)
+    assert checked.rc == 0, checked.explain()
+    for cluster in clusters:
+        assert checked.summary[cluster.name]["analysis"]["verdict"] == "Failed", checked.summary
+        assert "rolled_back" not in checked.summary[cluster.name]
+        assert resource_versions(cluster, ns) == before[cluster.name]
 
     # on_failure rollback: wave 1 (eu-1) fails its analysis, is rolled back to 1.0.0; wave 2 (us-1) never starts.
     run = run_playbook("deploy", inventory_path, shop_vars(
