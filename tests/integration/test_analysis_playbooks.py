@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from tests.integration.playbook_helpers import (
-    labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars)
+    labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars, write_inventory)
 from tests.integration.prometheus_helpers import wait_until, within
 from tests.integration.route_helpers import AutoController, create, httproute, read, replicas, rule, weights
 
@@ -266,6 +266,43 @@ def test_waves_pass_with_healthy_checks_and_a_bad_query_stops_before_any_write(
         result = run.summary[cluster.name]
         assert result["status"] == "deployed" and result["analysis"]["verdict"] == "Successful", result
         assert "%s: analysis Successful" % cluster.name in run.output
+
+
+def test_waves_quorum_counts_the_clusters_that_passed(clusters, inventory_path, namespaces, tmp_path, prometheus,
+                                                    traffic):
+    """eu1b's queries are about a slot with errors (its deploy_analysis_context, a host variable), eu1a's and us1a's
+    about a healthy one: with quorum 50 % both waves pass; with quorum all, wave 1 fails as a whole (1 of 2) and both
+    of its clusters are rolled back, the one that passed too."""
+    ns = namespaces
+    traffic.set("a", rps=20, error_ratio=0.0)
+    traffic.set("b", rps=20, error_ratio=0.3)
+    seen(prometheus, traffic, "b", within(0.2, 0.4))
+    seen(prometheus, traffic, "a", within(-1, 0.01))
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
+        c.name: {"deploy_analysis_context": {"candidate_slot": "b" if c.name == "eu1b" else "a"}} for c in clusters})
+    provider = {"url": prometheus.url, "timeout": "5s"}
+    checks = [{"name": "error-ratio", "query": error_ratio(traffic), "max": 0.05}]
+    half = run_playbook("deploy", inventory, shop_vars(
+        tmp_path, ns, "1.0.0", "hello", deploy_analysis_provider=provider,
+        deploy_wave_analysis=dict(FAST, checks=checks, quorum="50%")), tmp_path)
+    assert half.rc == 0, half.explain()
+    verdicts = {host: result["analysis"]["verdict"] for host, result in half.summary.items()}
+    assert verdicts == {"eu1a": "Successful", "eu1b": "Failed", "us1a": "Successful"}, half.summary
+    assert "eu1b: analysis Failed: check error-ratio Failed" in half.output
+
+    everyone = run_playbook("deploy", inventory, shop_vars(
+        tmp_path, ns, "2.0.0", "v2", deploy_analysis_provider=provider,
+        deploy_wave_analysis=dict(FAST, checks=checks, on_failure="rollback")), tmp_path)
+    assert everyone.rc != 0, everyone.explain()
+    for name in ("eu1a", "eu1b"):
+        result = everyone.summary[name]
+        assert result["status"] == "failed" and result["rolled_back"] is True, result
+        assert result["message"].startswith("wave analysis failed: 1 of 2 cluster(s) of the wave passed the "
+                                            "analysis, 2 needed (not passed: eu1b)"), result
+        assert next(c for c in clusters if c.name == name).get(
+            "v1", "ConfigMap", ns, "shop-config")["data"]["greeting"] == "hello"
+    assert everyone.summary["eu1a"]["analysis"]["verdict"] == "Successful"
+    assert everyone.summary["us1a"]["status"] == "not started"
 
 
 def test_bad_analysis_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path):
