@@ -268,8 +268,8 @@ def test_waves_pass_with_healthy_checks_and_a_bad_query_stops_before_any_write(
         assert "%s: analysis Successful" % cluster.name in run.output
 
 
-def test_waves_quorum_counts_the_clusters_that_passed(clusters, inventory_path, namespaces, tmp_path, prometheus,
-                                                    traffic):
+def test_waves_quorum_counts_the_clusters_that_passed(
+        clusters, inventory_path, namespaces, tmp_path, prometheus, traffic):
     """eu1b's queries are about a slot with errors (its deploy_analysis_context, a host variable), eu1a's and us1a's
     about a healthy one: with quorum 50 % both waves pass; with quorum all, wave 1 fails as a whole (1 of 2) and both
     of its clusters are rolled back, the one that passed too."""
