@@ -6,7 +6,8 @@
 ``manent_table(rows)``: rows (the first is the header) as lines whose columns are aligned; every table below
 is laid out by it.
 ``manent_seconds(duration)``: whole seconds (rounded up) of a duration such as "90s", "5m", "1m30s".
-``manent_summary_lines(summary)``: the deploy/rollback summary ({host: result}) as lines, notes after the table.
+``manent_summary_lines(summary)``: the deploy/rollback summary ({host: result}) as lines, notes after the table
+(a failure's message, else the one line of the wave analysis).
 ``hosts | manent_checkpoint_lines(hostvars, wave_by)``: the releases in service (checkpoint phase).
 ``hosts | manent_history_lines(hostvars, wave_by)``: the release in service and the records (history phase).
 ``hosts | manent_audit_lines(hostvars)``: the audit findings per cluster, each finding as a note.
@@ -118,11 +119,17 @@ def manent_summary_lines(summary, group_over=GROUP_OVER):
     rows, notes = [SUMMARY_HEADER], []
     for host, result in summary.items():
         rows.append([host] + _summary_row(result) + [result.get("seconds", "-")])
-        if result.get("message"):
-            notes.append("%s: %s" % (host, result["message"]))
+        if result.get("message") or _analysis_note(result):
+            notes.append("%s: %s" % (host, result.get("message") or _analysis_note(result)))
         if _int(result.get("objects_skipped", 0)) > 0:
             notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
     return _lines(rows, notes)
+
+
+def _analysis_note(result):
+    """The one line of a result's metric analysis (docs/analysis.md): "analysis <verdict>: <reason>", or ""."""
+    analysis = result.get("analysis") if isinstance(result.get("analysis"), dict) else {}
+    return "analysis %s: %s" % (analysis["verdict"], analysis.get("reason", "")) if analysis.get("verdict") else ""
 
 
 def manent_summary_groups(summary):
@@ -133,8 +140,8 @@ def manent_summary_groups(summary):
     for host, result in summary.items():
         key = tuple(str(cell) for cell in _summary_row(result))
         groups.setdefault(key, []).append((host, result.get("seconds")))
-        if result.get("message"):
-            messages.setdefault(str(result["message"]), []).append(host)
+        if result.get("message") or _analysis_note(result):
+            messages.setdefault(str(result.get("message") or _analysis_note(result)), []).append(host)
         if _int(result.get("objects_skipped", 0)) > 0:
             skipped.setdefault(str(result["objects_skipped"]), []).append(host)
     order = sorted(groups, key=lambda key: key[0] != "failed")  # stable: otherwise in order of first appearance

@@ -4,7 +4,8 @@
 """Checks of the deploy role that read many variables or many hosts, in Python rather than Jinja: a check costs
 one filter call on the controller instead of a template compiled and rendered per rule and per cluster.
 
-``values | manent_preflight``: the broken preflight rules, as "variable: what to do" lines.
+``values | manent_preflight``: the broken preflight rules, as "variable: what to do" lines (the analysis
+settings included).
 ``hosts | manent_shared_targets(hostvars, namespace)``: one line per group of hosts that reach the same cluster
 (API server URL and port) for the same release namespace.
 """
@@ -85,7 +86,68 @@ def _apply(v):
              "must be at least 1, or 0 for manent_apply's default")]
 
 
-PARTS = {"artifact": _artifact, "apply": _apply}
+ANALYSIS_OPTIONS = ("checks", "interval", "count", "min_window")
+ANALYSIS_KEYS = {"traffic": ANALYSIS_OPTIONS + ("on_failure",),
+                 "wave": ANALYSIS_OPTIONS + ("on_failure", "bake", "quorum")}
+ON_FAILURE = {"traffic": ("abort", "pause"), "wave": ("stop", "rollback")}
+QUORUM = re.compile(r"^(all|[1-9][0-9]*|0?[.][0-9]*[1-9][0-9]*|1([.]0*)?|[0-9]+([.][0-9]+)?%)$")
+
+
+def _analysis_setting(name, value, kind, inherited=None):
+    """The broken rules of one analysis setting (deploy_traffic_analysis, a step's analysis, deploy_wave_analysis)."""
+    if not isinstance(value, Mapping):
+        return [(name, False, "must be a dict with checks (and on_failure: %s); see docs/analysis.md"
+                 % " | ".join(ON_FAILURE[kind]))]
+    rules = [("%s.%s" % (name, key), False, "is not a setting; use %s" % ", ".join(ANALYSIS_KEYS[kind]))
+             for key in value if key not in ANALYSIS_KEYS[kind]]
+    checks = value.get("checks", (inherited or {}).get("checks"))
+    ok = isinstance(checks, list) and len(checks) > 0 and all(
+        isinstance(check, Mapping) and _text(check.get("name")) and _text(check.get("query")) for check in checks)
+    rules.append(("%s.checks" % name, ok, "must be a list of checks, each with a name and a query"))
+    on_failure = value.get("on_failure", ON_FAILURE[kind][0])
+    rules.append(("%s.on_failure" % name, on_failure in ON_FAILURE[kind],
+                  "'%s' is not one of %s" % (_text(on_failure), ", ".join(ON_FAILURE[kind]))))
+    if kind == "wave":
+        bake = _text(value.get("bake", "0s"))
+        rules.append(("%s.bake" % name, bool(DURATION.match(bake)),
+                      "'%s' is not a duration; use e.g. 5m, 90s" % bake))
+        quorum = _text(value.get("quorum", "all")).strip()
+        rules.append(("%s.quorum" % name, bool(QUORUM.match(quorum)) and quorum not in ("0%", "0.0%"),
+                      "'%s' is not a number of clusters (2), a fraction (0.5) or a percentage (50%%) above 0"
+                      % quorum))
+    return rules
+
+
+def _analysis(v):
+    """deploy_traffic_analysis, the steps' analysis, deploy_wave_analysis, deploy_analysis_context and
+    deploy_analysis_provider (its url: required when an analysis is set)."""
+    rules, used = [], False
+    traffic, wave = v.get("traffic_analysis") or {}, v.get("wave_analysis") or {}
+    if traffic:
+        used = True
+        rules += _analysis_setting("deploy_traffic_analysis", traffic, "traffic")
+    steps = v.get("traffic_steps") or []
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        own = step.get("analysis") if isinstance(step, Mapping) else None
+        if own in (None, False):
+            continue
+        used = True
+        rules += _analysis_setting("deploy_traffic_steps[%d].analysis" % index, own, "traffic",
+                                   traffic if isinstance(traffic, Mapping) else {})
+    if wave:
+        used = True
+        rules += _analysis_setting("deploy_wave_analysis", wave, "wave")
+    rules.append(("deploy_analysis_context", isinstance(v.get("analysis_context") or {}, Mapping),
+                  "must be a dict of placeholder values (namespace, candidate_slot, ...)"))
+    if used:
+        url = _text(v.get("analysis_provider_url"))
+        rules.append(("deploy_analysis_provider.url", url.startswith(("https://", "http://")),
+                      "is not set; give the Prometheus URL (https://...) and its credentials in "
+                      "deploy_analysis_provider, or remove the analysis settings"))
+    return rules
+
+
+PARTS = {"artifact": _artifact, "apply": _apply, "analysis": _analysis}
 
 
 def manent_preflight(values, parts=None):
@@ -93,10 +155,12 @@ def manent_preflight(values, parts=None):
     always, the rules of ``parts`` ("artifact", "apply") too, by default the parts whose values are given.
     ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
     api_server, client_cert, client_key, token; artifact, artifact_types, artifact_name, version, source, sha256
-    (artifact); concurrency (apply)."""
+    (artifact); concurrency (apply); analysis_context, analysis_provider_url, traffic_analysis, traffic_steps,
+    wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
     if parts is None:
-        parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency")) if key in values]
+        parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency"),
+                                        ("analysis", "analysis_context")) if key in values]
     rules = _common(values)
     for part in parts:
         rules += PARTS[part](values)

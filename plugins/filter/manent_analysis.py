@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the deploy role's metric analysis (docs/analysis.md, "In the role"), in Python rather than Jinja.
+
+``result | manent_analysis_short``: a manent_analysis result as the cluster's ``analysis`` entry: verdict, reason,
+the checks in short and, when a check decided a verdict other than Successful, its name and rendered query.
+``step | manent_step_analysis(all_steps)``: the analysis settings of one traffic step (``all_steps`` merged with
+the step's own ``analysis``), ``{}`` when the step has none.
+``steps | manent_traffic_steps(all_steps)``: the steps of a rollout as operations, each with its analysis.
+``analyses | manent_preflight_checks``: the checks of several analyses, each once, for one preflight.
+``hosts | manent_quorum(hostvars, quorum)``: whether enough clusters of a wave passed their analysis.
+``analysis | manent_step_failure(traffic)``: the message of a traffic step whose analysis did not pass.
+``result | manent_wave_failure(analysis, quorum, on_failure)``: a cluster's result once its wave did not pass.
+``results | manent_analysis_lines``: one summary note per cluster result with an analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+
+def _mapping(value):
+    return value if isinstance(value, Mapping) else {}
+
+
+def manent_analysis_short(result):
+    """``{verdict, reason, checks: [{name, verdict, reason}]}`` of a manent_analysis result (registered with
+    failed_when false), plus ``check`` and ``query`` of the enforced check that decided a verdict other than
+    Successful. A result without a verdict (input refused, Prometheus unreachable) is an Error with its message."""
+    result = _mapping(result)
+    verdict = str(result.get("verdict") or "Error")
+    reason = str(result.get("reason") or result.get("msg") or ("no verdict" if verdict == "Error" else ""))
+    checks = [_mapping(check) for check in result.get("checks") or []]
+    out = {"verdict": verdict, "reason": reason,
+           "checks": [{"name": str(c.get("name", "")), "verdict": str(c.get("verdict", "")),
+                       "reason": str(c.get("reason", ""))} for c in checks]}
+    if verdict != "Successful":
+        deciding = [c for c in checks if c.get("enforce", True) and c.get("verdict") == verdict
+                    and not c.get("stopped")]
+        if deciding:
+            out["check"] = str(deciding[0].get("name", ""))
+            out["query"] = str(deciding[0].get("rendered_query") or deciding[0].get("query") or "")
+    return out
+
+
+def manent_step_analysis(step, all_steps=None):
+    """The analysis of one traffic step: ``all_steps`` (deploy_traffic_analysis) with the step's ``analysis`` dict
+    merged over it; ``{}`` when the step says ``analysis: false`` or neither gives checks."""
+    step = _mapping(step)
+    own = step.get("analysis", {})
+    if own is False or own is None:
+        return {}
+    merged = dict(_mapping(all_steps))
+    merged.update(_mapping(own))
+    return merged if merged.get("checks") else {}
+
+
+def manent_traffic_steps(steps, all_steps=None):
+    """The steps of a traffic rollout as operations: each step with ``operation: step`` and its ``analysis``
+    (manent_step_analysis, ``{}`` for none)."""
+    out = []
+    for step in steps or []:
+        item = dict(_mapping(step))
+        item.update({"operation": "step", "analysis": manent_step_analysis(step, all_steps)})
+        out.append(item)
+    return out
+
+
+def manent_preflight_checks(analyses):
+    """The checks of every analysis in ``analyses`` (the steps' settings), each once: a check repeated alike in
+    several steps is sent once; one whose name another, different check has already gets a suffix (" #2")."""
+    out, seen = [], []
+    for analysis in analyses or []:
+        for check in _mapping(analysis).get("checks") or []:
+            check = dict(_mapping(check))
+            if check in seen:
+                continue
+            seen.append(dict(check))
+            names = {c.get("name") for c in out}
+            base, number = check.get("name", ""), 2
+            while check.get("name") in names:
+                check["name"] = "%s #%d" % (base, number)
+                number += 1
+            out.append(check)
+    return out
+
+
+def quorum_needed(quorum, total):
+    """How many of ``total`` clusters must pass: all by default; a whole number (at most ``total``), a fraction
+    (0 < q <= 1, rounded up) or a percentage ("50%", rounded up)."""
+    if quorum in (None, "", "all"):
+        return total
+    text = str(quorum).strip()
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1]) / 100.0
+        elif "." in text:
+            share = float(text)
+        else:
+            return max(1, min(int(text), total)) if total else 0
+    except ValueError as err:
+        raise AnsibleFilterError("quorum %r is not a number, a fraction or a percentage" % (quorum,)) from err
+    if not 0 < share <= 1:
+        raise AnsibleFilterError("quorum %r must be above 0 and at most 1 (or 100%%)" % (quorum,))
+    return min(total, max(1, int(math.ceil(share * total - 1e-9)))) if total else 0
+
+
+def manent_quorum(hosts, hostvars, quorum=None):
+    """Whether enough clusters of ``hosts`` (a wave) passed: a cluster passed when its ``_deploy_result`` is not
+    failed and its analysis is Successful. ``{ok, passed, failed, needed, total, message}``."""
+    hosts = [str(host) for host in hosts or []]
+    passed, failed = [], []
+    for host in hosts:
+        result = _mapping(_mapping(hostvars.get(host)).get("_deploy_result"))
+        verdict = _mapping(result.get("analysis")).get("verdict")
+        (passed if result.get("status") != "failed" and verdict == "Successful" else failed).append(host)
+    needed = quorum_needed(quorum, len(hosts))
+    ok = len(passed) >= needed
+    message = "%d of %d cluster(s) of the wave passed the analysis, %d needed%s" % (
+        len(passed), len(hosts), needed, "" if not failed else " (not passed: %s)" % ", ".join(failed))
+    return {"ok": ok, "passed": passed, "failed": failed, "needed": needed, "total": len(hosts), "message": message}
+
+
+def _weights(traffic):
+    weights = _mapping(_mapping(traffic).get("weights"))
+    return ", ".join("%s %s" % (slot, weights[slot]) for slot in sorted(weights)) or "unknown"
+
+
+def manent_step_failure(analysis, traffic=None):
+    """The message of a traffic step whose analysis did not pass: the verdict and reason (the check, its values and
+    condition), the deciding check's rendered query, then what became of the traffic. ``traffic``: the last
+    manent_traffic result (the automatic abort's after a Failed analysis with on_failure abort; it failed when it
+    has a message, as the role tolerates its failure to report it here)."""
+    analysis, traffic = _mapping(analysis), _mapping(traffic)
+    verdict = analysis.get("verdict", "Error")
+    text = "analysis of the step to %s %% %s: %s" % (analysis.get("step", "?"), verdict, analysis.get("reason", ""))
+    if analysis.get("query"):
+        text += "; query: %s" % analysis["query"]
+    if verdict == "Failed" and analysis.get("on_failure", "abort") == "abort":
+        if traffic.get("msg") or traffic.get("failed"):
+            return text + "; the automatic abort FAILED, run operation abort: %s" % traffic.get("msg", "")
+        return text + ("; aborted: all traffic back to the stable slot (weights %s), the candidate scaled to zero"
+                       % _weights(traffic))
+    if verdict == "Failed":
+        return text + "; on_failure pause: the weights stay as the step set them (%s)" % _weights(traffic)
+    return text + "; nothing was changed after the step: the weights stay (%s)" % _weights(traffic)
+
+
+def manent_wave_failure(result, analysis, quorum, on_failure="stop"):
+    """A cluster's result once its wave did not pass: status failed, its analysis, ``rolled_back`` and a message
+    with the wave's count, this cluster's verdict, reason and query, and the rollback's outcome. ``result``: the
+    cluster's result, the rollback's when on_failure is rollback (failed when it failed, or when the deploy had)."""
+    out, analysis, quorum = dict(_mapping(result)), _mapping(analysis), _mapping(quorum)
+    rolled_back = on_failure == "rollback" and out.get("status") != "failed"
+    parts = ["wave analysis failed: %s" % quorum.get("message", "")]
+    if analysis.get("verdict"):
+        parts.append("this cluster: analysis %s: %s" % (analysis["verdict"], analysis.get("reason", "")))
+    if analysis.get("query"):
+        parts.append("query: %s" % analysis["query"])
+    if rolled_back:
+        parts.append("rolled back to %s" % (out.get("version") or "the release before"))
+    elif on_failure == "rollback":
+        parts.append("NOT rolled back: %s" % (out.get("message") or "its deploy failed"))
+    out.update({"status": "failed", "analysis": analysis, "rolled_back": rolled_back, "message": "; ".join(parts)})
+    return out
+
+
+def manent_analysis_lines(results):
+    """``host: analysis <verdict>: <reason>`` for each result (dicts with host and analysis) that has an analysis
+    and no message of its own (a failure's message already says why)."""
+    lines = []
+    for result in results or []:
+        result = _mapping(result)
+        analysis = _mapping(result.get("analysis"))
+        if analysis.get("verdict") and not result.get("message"):
+            lines.append("%s: analysis %s: %s" % (result.get("host", "?"), analysis["verdict"],
+                                                  analysis.get("reason", "")))
+    return lines
+
+
+class FilterModule:
+    def filters(self):
+        return {"manent_analysis_short": manent_analysis_short, "manent_step_analysis": manent_step_analysis,
+                "manent_traffic_steps": manent_traffic_steps, "manent_preflight_checks": manent_preflight_checks,
+                "manent_quorum": manent_quorum, "manent_analysis_lines": manent_analysis_lines,
+                "manent_step_failure": manent_step_failure, "manent_wave_failure": manent_wave_failure}

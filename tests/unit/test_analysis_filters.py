@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright: manent developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The role's analysis filters (plugins/filter/manent_analysis.py) and the preflight rules of the analysis
+variables (plugins/filter/manent_checks.py, part "analysis")."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.manent.kubernetes.plugins.filter.manent import manent_summary_lines
+from ansible_collections.manent.kubernetes.plugins.filter.manent_analysis import (
+    manent_analysis_lines, manent_analysis_short, manent_preflight_checks, manent_quorum,
+    manent_step_analysis, manent_step_failure, manent_traffic_steps, manent_wave_failure, quorum_needed)
+from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import manent_preflight
+
+ERRORS = {"name": "errors", "query": "up", "max": 0.01}
+LATENCY = {"name": "latency", "query": "p99", "max": 0.5}
+
+
+def failed_result():
+    return {"failed": False, "verdict": "Failed", "reason": "check errors Failed: value 0.3 > 0.01 (max)",
+            "checks": [dict(ERRORS, verdict="Failed", enforce=True, stopped=False, reason="value 0.3 > 0.01 (max)",
+                            rendered_query='rate(x{slot="b"}[20s])', values=[{"labels": {}, "value": "0.3"}]),
+                       dict(LATENCY, verdict="Inconclusive", enforce=True, stopped=True, reason="stopped")]}
+
+
+def test_short_result_names_the_deciding_check_and_its_rendered_query():
+    short = manent_analysis_short(failed_result())
+    assert short["verdict"] == "Failed" and "0.3 > 0.01" in short["reason"]
+    assert short["check"] == "errors" and short["query"] == 'rate(x{slot="b"}[20s])'
+    assert short["checks"] == [{"name": "errors", "verdict": "Failed", "reason": "value 0.3 > 0.01 (max)"},
+                               {"name": "latency", "verdict": "Inconclusive", "reason": "stopped"}]
+
+
+def test_short_result_of_a_success_names_no_check_and_a_refused_input_is_an_error():
+    assert "check" not in manent_analysis_short({"verdict": "Successful", "reason": "2 checks passed", "checks": []})
+    short = manent_analysis_short({"failed": True, "msg": "checks[0].query: unknown placeholder ${nope}"})
+    assert short == {"verdict": "Error", "reason": "checks[0].query: unknown placeholder ${nope}", "checks": []}
+    assert manent_analysis_short(None)["verdict"] == "Error"
+
+
+def test_step_analysis_merges_the_step_over_all_steps_and_false_skips():
+    every = {"checks": [ERRORS], "interval": "2s", "on_failure": "abort"}
+    assert manent_step_analysis({"percent": 10}, every) == every
+    assert manent_step_analysis({"percent": 10, "analysis": {"on_failure": "pause"}}, every)["on_failure"] == "pause"
+    assert manent_step_analysis({"percent": 10, "analysis": False}, every) == {}
+    assert manent_step_analysis({"percent": 10}, {}) == {}
+    assert manent_step_analysis({"percent": 10, "analysis": {"checks": [LATENCY]}}, {})["checks"] == [LATENCY]
+    steps = manent_traffic_steps([{"percent": 10}, {"percent": 50, "analysis": False}], every)
+    assert steps == [{"percent": 10, "operation": "step", "analysis": every},
+                     {"percent": 50, "operation": "step", "analysis": {}}]
+
+
+def test_preflight_checks_are_sent_once_and_names_stay_unique():
+    other = dict(ERRORS, max=0.05)
+    checks = manent_preflight_checks([{"checks": [ERRORS, LATENCY]}, {"checks": [ERRORS, other]}])
+    assert [c["name"] for c in checks] == ["errors", "latency", "errors #2"]
+    assert checks[2]["max"] == 0.05
+
+
+@pytest.mark.parametrize("quorum, total, needed", [
+    (None, 3, 3), ("all", 3, 3), (2, 3, 2), ("5", 3, 3), (0.5, 3, 2), ("50%", 3, 2), ("100%", 2, 2),
+    ("0.34", 3, 2), ("1%", 3, 1), (1, 0, 0)])
+def test_quorum_needed(quorum, total, needed):
+    assert quorum_needed(quorum, total) == needed
+
+
+@pytest.mark.parametrize("quorum", ["many", "0%", "1.5", "-1%"])
+def test_quorum_refused(quorum):
+    with pytest.raises(AnsibleFilterError):
+        quorum_needed(quorum, 3)
+
+
+def test_quorum_counts_successful_analyses_of_clusters_that_did_not_fail():
+    hostvars = {"a": {"_deploy_result": {"status": "deployed", "analysis": {"verdict": "Successful"}}},
+                "b": {"_deploy_result": {"status": "deployed", "analysis": {"verdict": "Failed"}}},
+                "c": {"_deploy_result": {"status": "failed", "analysis": {"verdict": "Successful"}}},
+                "d": {}}
+    result = manent_quorum(["a", "b", "c", "d"], hostvars)
+    assert not result["ok"] and result["passed"] == ["a"] and result["failed"] == ["b", "c", "d"]
+    assert result["message"] == ("1 of 4 cluster(s) of the wave passed the analysis, 4 needed "
+                                 "(not passed: b, c, d)")
+    assert manent_quorum(["a", "b"], hostvars, "50%")["ok"]
+    assert not manent_quorum(["a", "b"], hostvars, 2)["ok"]
+
+
+def test_summary_lines_show_the_analysis_of_clusters_without_a_message():
+    ok = {"host": "eu1a", "status": "done", "message": "", "analysis": {"verdict": "Successful", "reason": "3 passed"}}
+    failed = {"host": "eu1b", "status": "failed", "message": "analysis Failed: x", "analysis": {"verdict": "Failed"}}
+    assert manent_analysis_lines([ok, failed, {"host": "us1a"}]) == ["eu1a: analysis Successful: 3 passed"]
+    lines = manent_summary_lines({"eu1a": dict(ok, status="deployed"), "eu1b": failed})
+    assert "eu1a: analysis Successful: 3 passed" in lines and "eu1b: analysis Failed: x" in lines
+
+
+def base_values(**analysis):
+    values = {"environment": "prod", "application": "shop", "namespace": "shop", "keep_releases": 5, "parallel": 1,
+              "wait_timeout": "5m", "wave_by": "region", "host": "eu1a", "api_server": "eu1a", "token": "t",
+              "analysis_context": {}, "analysis_provider_url": "https://prometheus:9090"}
+    values.update(analysis)
+    return values
+
+
+def test_preflight_accepts_good_analysis_settings():
+    assert manent_preflight(base_values(
+        traffic_analysis={"checks": [ERRORS], "interval": "2s", "on_failure": "pause"},
+        traffic_steps=[{"percent": 10}, {"percent": 50, "analysis": False},
+                       {"percent": 60, "analysis": {"count": 2}}],
+        wave_analysis={"checks": [ERRORS], "bake": "1m", "quorum": "50%", "on_failure": "rollback"})) == []
+    assert manent_preflight(base_values(analysis_provider_url="")) == []  # no analysis: no provider needed
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"traffic_analysis": {"checks": [ERRORS]}, "analysis_provider_url": ""}, "deploy_analysis_provider.url: is not set"),
+    ({"traffic_analysis": {"checks": [ERRORS], "on_failure": "rollback"}},
+     "deploy_traffic_analysis.on_failure: 'rollback' is not one of abort, pause"),
+    ({"traffic_analysis": {"checks": []}}, "deploy_traffic_analysis.checks: must be a list of checks"),
+    ({"traffic_analysis": {"checks": [{"name": "x"}]}}, "deploy_traffic_analysis.checks: must be a list of checks"),
+    ({"traffic_analysis": {"checks": [ERRORS], "intervall": "1s"}},
+     "deploy_traffic_analysis.intervall: is not a setting"),
+    ({"traffic_analysis": ["x"]}, "deploy_traffic_analysis: must be a dict"),
+    ({"traffic_steps": [{"percent": 10, "analysis": {"count": 2}}]}, "deploy_traffic_steps[0].analysis.checks"),
+    ({"wave_analysis": {"checks": [ERRORS], "on_failure": "abort"}},
+     "deploy_wave_analysis.on_failure: 'abort' is not one of stop, rollback"),
+    ({"wave_analysis": {"checks": [ERRORS], "bake": "soon"}}, "deploy_wave_analysis.bake: 'soon' is not a duration"),
+    ({"wave_analysis": {"checks": [ERRORS], "quorum": "0%"}}, "deploy_wave_analysis.quorum: '0%'"),
+    ({"wave_analysis": {"checks": [ERRORS], "quorum": "most"}}, "deploy_wave_analysis.quorum: 'most'"),
+    ({"analysis_context": "shop"}, "deploy_analysis_context: must be a dict"),
+])
+def test_preflight_names_the_variable_and_field_of_a_bad_analysis_setting(settings, expected):
+    failures = manent_preflight(base_values(**settings))
+    assert any(line.startswith(expected) for line in failures), failures
+
+
+def test_step_failure_says_what_became_of_the_traffic():
+    analysis = dict(manent_analysis_short(failed_result()), step=10, on_failure="abort")
+    aborted = manent_step_failure(analysis, {"operation": "abort", "weights": {"a": 100, "b": 0}})
+    assert aborted.startswith("analysis of the step to 10 % Failed: check errors Failed: value 0.3 > 0.01 (max)")
+    assert 'query: rate(x{slot="b"}[20s])' in aborted
+    assert aborted.endswith("aborted: all traffic back to the stable slot (weights a 100, b 0), the candidate "
+                            "scaled to zero")
+    broken = manent_step_failure(analysis, {"failed": False, "msg": "the lock is held by someone"})
+    assert "the automatic abort FAILED, run operation abort: the lock is held by someone" in broken
+    paused = manent_step_failure(dict(analysis, on_failure="pause"), {"weights": {"a": 90, "b": 10}})
+    assert paused.endswith("on_failure pause: the weights stay as the step set them (a 90, b 10)")
+    inconclusive = manent_step_failure({"verdict": "Inconclusive", "reason": "no data", "step": 50},
+                                       {"weights": {"a": 50, "b": 50}})
+    assert inconclusive == ("analysis of the step to 50 % Inconclusive: no data; nothing was changed after the step: "
+                            "the weights stay (a 50, b 50)")
+
+
+def test_wave_failure_fails_the_cluster_and_says_whether_it_was_rolled_back():
+    quorum = {"message": "1 of 2 cluster(s) of the wave passed the analysis, 2 needed (not passed: eu1b)"}
+    analysis = manent_analysis_short(failed_result())
+    rolled = manent_wave_failure({"host": "eu1b", "status": "deployed", "version": "1.0.0"}, analysis, quorum,
+                                 "rollback")
+    assert rolled["status"] == "failed" and rolled["rolled_back"] is True and rolled["analysis"] == analysis
+    assert rolled["message"].startswith("wave analysis failed: 1 of 2 cluster(s)")
+    assert "this cluster: analysis Failed: check errors Failed" in rolled["message"]
+    assert rolled["message"].endswith("rolled back to 1.0.0")
+    stopped = manent_wave_failure({"host": "eu1a", "status": "deployed", "version": "2.0.0"},
+                                  {"verdict": "Successful", "reason": "ok"}, quorum)
+    assert stopped["rolled_back"] is False and "rolled back" not in stopped["message"]
+    not_rolled = manent_wave_failure({"status": "failed", "message": "no release to roll back to"}, analysis, quorum,
+                                     "rollback")
+    assert not_rolled["rolled_back"] is False and "NOT rolled back: no release to roll back to" in not_rolled["message"]
