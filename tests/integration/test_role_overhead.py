@@ -26,15 +26,15 @@ TASK = re.compile(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", re.MULTI
 
 
 # The tasks each cluster runs in a nothing-changed redeploy of playbooks/deploy.yml, in order: the plan play's
-# argument validation, preflight, rendering, the check that stops the run when a rendering failed and the note of
-# what the rendering read, the include of the analysis preflight (skipped without deploy_wave_analysis); in its wave,
-# the apply, its result, the include of the wave analysis (skipped without deploy_wave_analysis) and the outcome.
+# argument validation, preflight, rendering, the include that stops the run when a rendering failed or runs the
+# analysis preflight (skipped without either) and the note of what the rendering read; in its wave, the apply, its
+# result, the include of the wave analysis (skipped without deploy_wave_analysis) and the outcome.
 PER_CLUSTER = [
     "Validating arguments against arg spec 'plan' - Preflight, artifact, rendering, checkpoint and waves for all "
     "targeted clusters (deploy.yml)",
     "Preflight | Check the role and host variables", "Deploy | Render the release for this cluster",
-    "Render | Stop before the first wave when a rendering failed", "Plan | Note this cluster's rendering",
-    "Analysis preflight", "Deploy | Apply the release, wait for its rollout, prune, record history",
+    "Render | Stop before the first wave when a rendering failed, or the analysis preflight",
+    "Plan | Note this cluster's rendering", "Deploy | Apply the release, wait for its rollout, prune, record history",
     "Deploy | Record the result of this cluster", "Analysis", "Outcome | Fail when this cluster failed"]
 # The tasks that look at every cluster at once and run once per run, on one host.
 ONCE_PER_RUN = ["Preflight | One inventory host per cluster and namespace", "Checkpoint | Releases in service",
