@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import time
 
 import pytest
 
@@ -90,7 +89,7 @@ def test_healthy_candidate_steps_gated_by_checks_then_promoted_token_in_no_outpu
     provider = {"url": server.url, "bearer_token": server.bearer_token, "timeout": "5s"}
     with candidate_release(cluster, inventory_path, namespace, tmp_path) as play:
         run = play("traffic", "2.0.0", verbosity=3, deploy_traffic_operation="step",
-                   deploy_traffic_steps=[{"percent": 10}, {"percent": 50, "pause": "2s"}],
+                   deploy_traffic_steps=[{"percent": 10}, {"percent": 50, "pause": "20s"}],
                    deploy_traffic_promote=True, deploy_analysis_provider=provider,
                    deploy_traffic_analysis=analysis(traffic))
         assert run.rc == 0, run.explain()
@@ -99,6 +98,9 @@ def test_healthy_candidate_steps_gated_by_checks_then_promoted_token_in_no_outpu
         assert [t for t in tasks if t.startswith("Traffic | Analysis of the step")] == [
             "Traffic | Analysis of the step to 10 %", "Traffic | Analysis of the step to 50 %"], tasks
         assert tasks.index("Traffic | Analysis of the step to 50 %") < tasks.index("Traffic | promote"), tasks
+        # The analysis (about 7 s) passed within the 50 % step's pause of 20 s: the rest of the pause is waited.
+        assert ran(run, "Traffic | The rest of the pause after the step to 50 %") == [cluster.name], run.explain()
+        assert ran(run, "Traffic | The rest of the pause after the step to 10 %") == []  # no pause given
         assert "Traffic | Analysis preflight (every query once, before any weight change)" not in tasks  # a block
         assert "Traffic | Send every query of the analysis once" in tasks
         assert tasks.index("Traffic | Send every query of the analysis once") < tasks.index("Traffic | step")
@@ -165,9 +167,10 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert paused.summary[cluster.name]["message"].endswith(
             "on_failure pause: the weights stay as the step set them (a 90, b 10)"), paused.summary
 
-        # (b) The 10 % step fails its check: the abort happens by itself, the run fails saying why.
-        started = time.time()
-        run = play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
+        # (b) The 10 % step fails its check during its pause of 10 minutes: the abort happens by itself, without
+        # waiting the pause out, and the run fails saying why.
+        run = play("traffic", "2.0.0", deploy_traffic_operation="step",
+                   deploy_traffic_steps=[{"percent": 10, "pause": "10m"}, {"percent": 50}],
                    deploy_traffic_promote=True, deploy_analysis_provider=provider,
                    deploy_traffic_analysis=analysis(traffic))
         assert run.rc != 0, run.explain()
@@ -182,9 +185,9 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert message.endswith("aborted: all traffic back to the stable slot (weights a 100, b 0), the candidate "
                                 "scaled to zero"), message
         assert ran(run, "Traffic | abort") == [cluster.name]
+        assert "Traffic | The rest of the pause after the step to 10 %" not in run.output
         assert "Traffic | Analysis of the step to 50 %" not in run.output and "Traffic | promote" not in run.output
         assert "check error-ratio Failed" in run.output  # the run's error, as printed
-        assert time.time() - started < 120
 
 
 def test_waves_a_failed_wave_stops_the_run_and_is_rolled_back_when_asked(
