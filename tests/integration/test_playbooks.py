@@ -61,10 +61,12 @@ def _texts(node):
 
 
 def _included(node):
+    """The task files a document imports or includes; of a templated name, every file name quoted in it."""
     if isinstance(node, dict):
         for key, value in node.items():
             if key in INCLUDES:
-                yield value["file"] if isinstance(value, dict) else value
+                name = value["file"] if isinstance(value, dict) else value
+                yield from re.findall(r"'([^']+\.yml)'", name) if "{{" in name else [name]
             else:
                 yield from _included(value)
     elif isinstance(node, list):
