@@ -30,6 +30,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.manent.kubernetes.plugins.filter.manent_analysis import analysis_note
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
@@ -119,17 +120,12 @@ def manent_summary_lines(summary, group_over=GROUP_OVER):
     rows, notes = [SUMMARY_HEADER], []
     for host, result in summary.items():
         rows.append([host] + _summary_row(result) + [result.get("seconds", "-")])
-        if result.get("message") or _analysis_note(result):
-            notes.append("%s: %s" % (host, result.get("message") or _analysis_note(result)))
+        note = result.get("message") or analysis_note(result)
+        if note:
+            notes.append("%s: %s" % (host, note))
         if _int(result.get("objects_skipped", 0)) > 0:
             notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
     return _lines(rows, notes)
-
-
-def _analysis_note(result):
-    """The one line of a result's metric analysis (docs/analysis.md): "analysis <verdict>: <reason>", or ""."""
-    analysis = result.get("analysis") if isinstance(result.get("analysis"), dict) else {}
-    return "analysis %s: %s" % (analysis["verdict"], analysis.get("reason", "")) if analysis.get("verdict") else ""
 
 
 def manent_summary_groups(summary):
@@ -140,8 +136,9 @@ def manent_summary_groups(summary):
     for host, result in summary.items():
         key = tuple(str(cell) for cell in _summary_row(result))
         groups.setdefault(key, []).append((host, result.get("seconds")))
-        if result.get("message") or _analysis_note(result):
-            messages.setdefault(str(result.get("message") or _analysis_note(result)), []).append(host)
+        note = result.get("message") or analysis_note(result)
+        if note:
+            messages.setdefault(str(note), []).append(host)
         if _int(result.get("objects_skipped", 0)) > 0:
             skipped.setdefault(str(result["objects_skipped"]), []).append(host)
     order = sorted(groups, key=lambda key: key[0] != "failed")  # stable: otherwise in order of first appearance

@@ -9,6 +9,7 @@ the checks in short and, when a check decided a verdict other than Successful, i
 the step's own ``analysis``), ``{}`` when the step has none.
 ``steps | manent_traffic_steps(all_steps)``: the steps of a rollout as operations, each with its analysis.
 ``analyses | manent_preflight_checks``: the checks of several analyses, each once, for one preflight.
+``history | manent_analysis_slots(service)``: the slots and Services of a traffic release as query placeholders.
 ``hosts | manent_quorum(hostvars, quorum)``: whether enough clusters of a wave passed their analysis.
 ``analysis | manent_step_failure(traffic)``: the message of a traffic step whose analysis did not pass.
 ``result | manent_wave_failure(analysis, quorum, on_failure)``: a cluster's result once its wave did not pass.
@@ -21,6 +22,9 @@ import math
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import other_slot, slot_name
 
 
 def _mapping(value):
@@ -87,6 +91,22 @@ def manent_preflight_checks(analyses):
                 number += 1
             out.append(check)
     return out
+
+
+def manent_analysis_slots(history, service):
+    """The placeholders of a traffic release's queries from manent_traffic's ``history``: ``candidate_slot`` and
+    ``stable_slot`` (the slot in service, else the other slot), ``candidate_service`` and ``stable_service``
+    (``<service>-<slot>``); ``{}`` without a candidate. Slot naming is rules/slots.py's."""
+    history = _mapping(history)
+    candidate = _mapping(history.get("candidate")).get("slot") or ""
+    if not candidate:
+        return {}
+    try:
+        stable = _mapping(history.get("in_service")).get("slot") or other_slot(candidate)
+        return {"candidate_slot": candidate, "stable_slot": stable,
+                "candidate_service": slot_name(service, candidate), "stable_service": slot_name(service, stable)}
+    except InputError as err:
+        raise AnsibleFilterError("traffic history: %s" % err) from err
 
 
 def quorum_needed(quorum, total):
@@ -169,22 +189,24 @@ def manent_wave_failure(result, analysis, quorum, on_failure="stop"):
     return out
 
 
+def analysis_note(result):
+    """The one line of a cluster result's analysis, ``analysis <verdict>: <reason>``, or "" without one; the deploy
+    summary (manent.py) and the traffic summary (manent_analysis_lines) both write it."""
+    analysis = _mapping(_mapping(result).get("analysis"))
+    return "analysis %s: %s" % (analysis["verdict"], analysis.get("reason", "")) if analysis.get("verdict") else ""
+
+
 def manent_analysis_lines(results):
     """``host: analysis <verdict>: <reason>`` for each result (dicts with host and analysis) that has an analysis
     and no message of its own (a failure's message already says why)."""
-    lines = []
-    for result in results or []:
-        result = _mapping(result)
-        analysis = _mapping(result.get("analysis"))
-        if analysis.get("verdict") and not result.get("message"):
-            lines.append("%s: analysis %s: %s" % (result.get("host", "?"), analysis["verdict"],
-                                                  analysis.get("reason", "")))
-    return lines
+    return ["%s: %s" % (_mapping(result).get("host", "?"), analysis_note(result)) for result in results or []
+            if analysis_note(result) and not _mapping(result).get("message")]
 
 
 class FilterModule:
     def filters(self):
         return {"manent_analysis_short": manent_analysis_short, "manent_step_analysis": manent_step_analysis,
                 "manent_traffic_steps": manent_traffic_steps, "manent_preflight_checks": manent_preflight_checks,
-                "manent_quorum": manent_quorum, "manent_analysis_lines": manent_analysis_lines,
+                "manent_quorum": manent_quorum, "manent_analysis_slots": manent_analysis_slots,
+                "manent_analysis_lines": manent_analysis_lines,
                 "manent_step_failure": manent_step_failure, "manent_wave_failure": manent_wave_failure}

@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import manent_summary_lines
 from ansible_collections.manent.kubernetes.plugins.filter.manent_analysis import (
-    manent_analysis_lines, manent_analysis_short, manent_preflight_checks, manent_quorum,
+    manent_analysis_lines, manent_analysis_short, manent_analysis_slots, manent_preflight_checks, manent_quorum,
     manent_step_analysis, manent_step_failure, manent_traffic_steps, manent_wave_failure, quorum_needed)
 from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import manent_preflight
 
@@ -58,6 +58,18 @@ def test_preflight_checks_are_sent_once_and_names_stay_unique():
     checks = manent_preflight_checks([{"checks": [ERRORS, LATENCY]}, {"checks": [ERRORS, other]}])
     assert [c["name"] for c in checks] == ["errors", "latency", "errors #2"]
     assert checks[2]["max"] == 0.05
+
+
+def test_analysis_slots_name_the_candidate_and_the_slot_in_service_as_the_collection_does():
+    both = {"candidate": {"version": "2.0.0", "slot": "a"}, "in_service": {"version": "1.0.0", "slot": "b"}}
+    assert manent_analysis_slots(both, "shop") == {"candidate_slot": "a", "stable_slot": "b",
+                                                   "candidate_service": "shop-a", "stable_service": "shop-b"}
+    # nothing in service yet: the stable side is the other slot
+    assert manent_analysis_slots({"candidate": {"slot": "b"}}, "shop")["stable_service"] == "shop-a"
+    assert manent_analysis_slots({"in_service": {"slot": "a"}}, "shop") == {}
+    assert manent_analysis_slots(None, "shop") == {}
+    with pytest.raises(AnsibleFilterError, match="unknown slot 'c'"):
+        manent_analysis_slots({"candidate": {"slot": "c"}}, "shop")
 
 
 @pytest.mark.parametrize("quorum, total, needed", [
