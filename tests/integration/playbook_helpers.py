@@ -27,6 +27,8 @@ PAUSE = "registry.k8s.io/pause:3.10"
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"
                    r"\s+rescued=(\d+)\s+ignored=(\d+)", re.MULTILINE)
 RECAP_FIELDS = ("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored")
+ROLE_TASK = re.compile(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", re.MULTILINE)
+HOST_OUTCOMES = ("ok", "changed", "skipping", "fatal", "included")
 # What a namespace holds after a deploy of the samples: compared by resourceVersion to prove "no change".
 WATCHED = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("apps/v1", "Deployment"))
 
@@ -57,6 +59,20 @@ class Run:
             return {}
         with open(self.summary_file, encoding="utf-8") as handle:
             return json.load(handle)
+
+    @property
+    def tasks(self):
+        """The names of the deploy role's tasks in the output, in the order they ran (a loop's task once)."""
+        return ROLE_TASK.findall(self.output)
+
+    def task_hosts(self, outcomes=HOST_OUTCOMES):
+        """{task: [host, ...]} of the deploy role's tasks: the hosts whose line under the task shows one of
+        ``outcomes``, once per run of the task (a delegation's ``-> host`` left out)."""
+        line = re.compile(r"^(?:%s): \[([^\]]+?)(?: -> [^\]]+)?\]" % "|".join(outcomes), re.MULTILINE)
+        parts, out = ROLE_TASK.split(self.output), {}
+        for index in range(1, len(parts), 2):
+            out.setdefault(parts[index], []).extend(line.findall(parts[index + 1].split("\nTASK [")[0]))
+        return out
 
     def explain(self):
         return "ansible-playbook %s -> rc=%d\n%s" % (" ".join(self.args), self.rc, self.output[-12000:])

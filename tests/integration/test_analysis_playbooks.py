@@ -39,9 +39,7 @@ def seen(prometheus, traffic, slot, until):
 
 def ran(run, task):
     """The hosts for which the role's task ``task`` ran (ok, changed or failed; not skipped), each time it ran."""
-    parts = re.split(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", run.output, flags=re.MULTILINE)
-    return [host for index in range(1, len(parts), 2) if parts[index] == task
-            for host in re.findall(r"^(?:ok|changed|fatal): \[([^\]]+?)\]", parts[index + 1], re.MULTILINE)]
+    return run.task_hosts(("ok", "changed", "fatal")).get(task, [])
 
 
 def analysis(traffic, **settings):
@@ -94,7 +92,7 @@ def test_healthy_candidate_steps_gated_by_checks_then_promoted_token_in_no_outpu
                    deploy_traffic_analysis=analysis(traffic))
         assert run.rc == 0, run.explain()
         assert app_weights(cluster, namespace) == {"a": 0, "b": 100}  # promoted
-        tasks = re.findall(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", run.output, re.MULTILINE)
+        tasks = run.tasks
         assert [t for t in tasks if t.startswith("Traffic | Analysis of the step")] == [
             "Traffic | Analysis of the step to 10 %", "Traffic | Analysis of the step to 50 %"], tasks
         assert tasks.index("Traffic | Analysis of the step to 50 %") < tasks.index("Traffic | promote"), tasks

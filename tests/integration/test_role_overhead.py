@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import re
 import threading
 
 import pytest
@@ -22,7 +21,6 @@ from tests.integration.playbook_helpers import SHOP, artifact, run_playbook, sha
 
 FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Download the artifact and verify its sha256",
                "Artifact | Check the controller file")
-TASK = re.compile(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", re.MULTILINE)
 
 
 # The tasks each cluster runs in a nothing-changed redeploy of playbooks/deploy.yml, in order: the plan play's
@@ -42,20 +40,6 @@ ONCE_PER_RUN = ["Preflight | One inventory host per cluster and namespace", "Che
 ONCE_PER_WAVE = ["Summary | Export the results of this operation (set_stats)",
                  "Summary | Add this operation to the run's list (set_stats)", "Summary | Per-cluster summary",
                  "Summary | Write the summary file"]
-HOST_LINE = re.compile(r"^(?:ok|changed|skipping|fatal|included): \[([^\]]+?)(?: -> [^\]]+)?\]", re.MULTILINE)
-
-
-def _tasks(run):
-    return TASK.findall(run.output)
-
-
-def _host_tasks(run):
-    """{task: [the hosts it ran for, once per run of the task]} of the role's tasks, in order."""
-    parts = re.split(r"^TASK \[manent\.kubernetes\.deploy : (.*?)\] \*+$", run.output, flags=re.MULTILINE)
-    out = {}
-    for index in range(1, len(parts), 2):
-        out.setdefault(parts[index], []).extend(HOST_LINE.findall(parts[index + 1].split("\nTASK [")[0]))
-    return out
 
 
 @pytest.fixture
@@ -84,7 +68,7 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
 
     first = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert first.rc == 0, first.explain()
-    tasks = _tasks(first)
+    tasks = first.tasks
     for name in FETCH_TASKS:
         assert name not in tasks, (name, first.explain())
     assert not os.path.exists(extra["deploy_cache_dir"])  # nothing copied
@@ -92,7 +76,7 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
     again = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert again.rc == 0, again.explain()
     assert all(r["changed"] == 0 for r in again.recap.values()), again.explain()
-    tasks = _tasks(again)
+    tasks = again.tasks
     for name in FETCH_TASKS:
         assert name not in tasks, (name, again.explain())
     # The artifact include was evaluated and skipped: nothing under it was even listed.
@@ -102,7 +86,7 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
     # What a nothing-changed redeploy costs each cluster: each task a cluster runs, even a skipped one, costs the
     # controller a worker process and its templating for that cluster (about 0.03 to 0.3 CPU-seconds), so these
     # counts are the controller's cost per cluster: a new per-cluster task should be worth it.
-    per_host = _host_tasks(again)
+    per_host = again.task_hosts()
     assert [task for task, hosts in per_host.items() if "eu1b" in hosts] == PER_CLUSTER, per_host
     for task in ONCE_PER_RUN:  # on the controller for every cluster at once: one cluster runs it
         assert len(per_host[task]) == 1, (task, per_host)
@@ -119,19 +103,19 @@ def test_url_is_downloaded_once_and_a_damaged_download_again(clusters, inventory
 
     first = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert first.rc == 0, first.explain()
-    assert _tasks(first).count("Artifact | Download the artifact and verify its sha256") == 1, first.explain()
+    assert first.tasks.count("Artifact | Download the artifact and verify its sha256") == 1, first.explain()
     assert len(requests) == 1, requests  # once for the run, not per cluster or per play
     assert sha256(cached) == sha256(SHOP)
 
     again = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert again.rc == 0, again.explain()
-    assert not set(FETCH_TASKS) & set(_tasks(again)), again.explain()
+    assert not set(FETCH_TASKS) & set(again.tasks), again.explain()
     assert len(requests) == 1, requests
 
     with open(cached, "a", encoding="utf-8") as handle:
         handle.write("# damaged\n")
     repaired = run_playbook("deploy", inventory_path, extra, tmp_path)
     assert repaired.rc == 0, repaired.explain()
-    assert _tasks(repaired).count("Artifact | Download the artifact and verify its sha256") == 1, repaired.explain()
+    assert repaired.tasks.count("Artifact | Download the artifact and verify its sha256") == 1, repaired.explain()
     assert len(requests) == 2, requests
     assert sha256(cached) == sha256(SHOP)
