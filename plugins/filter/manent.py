@@ -8,7 +8,8 @@ is laid out by it.
 ``manent_seconds(duration)``: whole seconds (rounded up) of a duration such as "90s", "5m", "1m30s".
 ``manent_summary_lines(summary)``: the deploy/rollback summary ({host: result}) as lines, notes after the table
 (a failure's message, else the one line of the wave analysis).
-``hosts | manent_checkpoint_lines(hostvars, wave_by)``: the releases in service (checkpoint phase).
+``hosts | manent_checkpoint_lines(hostvars, wave_by, field)``: the releases in service (checkpoint phase).
+``hosts | manent_checkpoint_keys(hostvars, fields, field)``: the distinct releases in service (checkpoint phase).
 ``hosts | manent_history_lines(hostvars, wave_by)``: the release in service and the records (history phase).
 ``hosts | manent_audit_lines(hostvars)``: the audit findings per cluster, each finding as a note.
 ``manent_traffic_rows(results)``: the rows of the traffic summary from the per-cluster results.
@@ -27,10 +28,10 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.manent.kubernetes.plugins.filter.manent_analysis import analysis_note
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
@@ -41,6 +42,7 @@ SUMMARY_HEADER = ["host", "status", "version", "previous", "objects", "changes",
 CHECKPOINT_HEADER = ["host", None, "version in service", "deployment"]  # None: the wave variable's name
 HISTORY_HEADER = ["host", None, "in service", "deployment", "records (newest first)"]
 AUDIT_HEADER = ["host", "artifact", "artifact warnings", "history removed", "history deprecated"]
+CHECKPOINT_FIELD = "_deploy_checkpoint_release"  # the host variable of the release in service
 TRAFFIC_HEADER = ["host", "operation", "status", "in service", "candidate", "weights a/b", "changed"]
 
 
@@ -51,6 +53,14 @@ def manent_table(rows):
         return []
     widths = [max(len(row[index]) if index < len(row) else 0 for row in rows) for index in range(len(rows[0]))]
     return ["  ".join(cell.ljust(widths[index]) for index, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def _analysis_note(result):
+    """manent_analysis.analysis_note, imported when first needed: the filter files of this collection are loaded by
+    every worker process that templates one of its filters, for each task and cluster, and compiled from source (the
+    collection loader keeps no bytecode), so they import only what their module level needs."""
+    from ansible_collections.manent.kubernetes.plugins.filter.manent_analysis import analysis_note  # pylint: disable=import-outside-toplevel
+    return analysis_note(result)
 
 
 def _lines(rows, notes=()):
@@ -120,7 +130,7 @@ def manent_summary_lines(summary, group_over=GROUP_OVER):
     rows, notes = [SUMMARY_HEADER], []
     for host, result in summary.items():
         rows.append([host] + _summary_row(result) + [result.get("seconds", "-")])
-        note = result.get("message") or analysis_note(result)
+        note = result.get("message") or _analysis_note(result)
         if note:
             notes.append("%s: %s" % (host, note))
         if _int(result.get("objects_skipped", 0)) > 0:
@@ -136,7 +146,7 @@ def manent_summary_groups(summary):
     for host, result in summary.items():
         key = tuple(str(cell) for cell in _summary_row(result))
         groups.setdefault(key, []).append((host, result.get("seconds")))
-        note = result.get("message") or analysis_note(result)
+        note = result.get("message") or _analysis_note(result)
         if note:
             messages.setdefault(str(note), []).append(host)
         if _int(result.get("objects_skipped", 0)) > 0:
@@ -237,15 +247,40 @@ def manent_run(summary, operation="deploy"):
     return {"plugin": "kubernetes", "operation": operation, "targets": targets}
 
 
-def manent_checkpoint_lines(hosts, hostvars, wave_by="region"):
-    """The release in service (``_deploy_checkpoint_release``) of each host: version and deploy id."""
+def _in_service(host_vars, field):
+    """The release in service that a host's variable ``field`` holds (a dotted path such as
+    ``__deploy_render.in_service``), None when nothing is in service."""
+    value = host_vars
+    for part in (field or CHECKPOINT_FIELD).split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None  # hostvars' entries are Mappings, not dicts
+        if value is None:
+            return None
+    return dict(value) if isinstance(value, Mapping) and value else None
+
+
+def manent_checkpoint_lines(hosts, hostvars, wave_by="region", field=None):
+    """The release in service of each host (its variable ``field``, by default ``_deploy_checkpoint_release``):
+    version and deploy id."""
     rows = [_header(CHECKPOINT_HEADER, wave_by)]
     for host in hosts or []:
         host_vars = hostvars.get(host) or {}
-        release = host_vars.get("_deploy_checkpoint_release") or {}
+        release = _in_service(host_vars, field)
         rows.append([host, host_vars.get(wave_by, "-"), release.get("version", "") if release else "(none)",
                      release.get("deployment", "") if release else "-"])
     return _lines(rows)
+
+
+def manent_checkpoint_keys(hosts, hostvars, fields, field=None):
+    """The distinct keys (the ``fields`` of the release in service, joined by " / ") of the hosts that have a
+    release in service, in host order: more than one means that the clusters run different releases."""
+    keys = []
+    for host in hosts or []:
+        release = _in_service(hostvars.get(host) or {}, field)
+        if release:
+            key = " / ".join(str(release.get(name, "")) for name in fields or [])
+            if key not in keys:
+                keys.append(key)
+    return keys
 
 
 def manent_history_lines(hosts, hostvars, wave_by="region"):
@@ -305,6 +340,7 @@ class FilterModule:
         return {"manent_table": manent_table, "manent_seconds": manent_seconds,
                 "manent_summary_lines": manent_summary_lines,
                 "manent_summary_groups": manent_summary_groups, "manent_checkpoint_lines": manent_checkpoint_lines,
+                "manent_checkpoint_keys": manent_checkpoint_keys,
                 "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
                 "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
                 "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves}

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
-from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import other_slot, slot_name
 
 
 def _mapping(value):
@@ -97,6 +96,9 @@ def manent_analysis_slots(history, service):
     """The placeholders of a traffic release's queries from manent_traffic's ``history``: ``candidate_slot`` and
     ``stable_slot`` (the slot in service, else the other slot), ``candidate_service`` and ``stable_service``
     (``<service>-<slot>``); ``{}`` without a candidate. Slot naming is rules/slots.py's."""
+    # Imported here, not at module level: every worker that templates a filter of this collection loads this file
+    # (compiled from source), while only the traffic analysis needs the slot rules.
+    from ansible_collections.manent.kubernetes.plugins.module_utils.rules.slots import other_slot, slot_name  # pylint: disable=import-outside-toplevel
     history = _mapping(history)
     candidate = _mapping(history.get("candidate")).get("slot") or ""
     if not candidate:

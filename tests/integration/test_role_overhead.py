@@ -24,22 +24,23 @@ FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Download the
 
 
 # The tasks each cluster runs in a nothing-changed redeploy of playbooks/deploy.yml, in order: the plan play's
-# argument validation, preflight, rendering, the include that stops the run when a rendering failed or runs the
-# analysis preflight (skipped without either) and the note of what the rendering read; in its wave, the apply, its
-# result, the include of the wave analysis (skipped without deploy_wave_analysis) and the outcome.
+# argument validation, preflight and rendering; in its wave, the apply and its result.
 PER_CLUSTER = [
     "Validating arguments against arg spec 'plan' - Preflight, artifact, rendering, checkpoint and waves for all "
     "targeted clusters (deploy.yml)",
     "Preflight | Check the role and host variables", "Deploy | Render the release for this cluster",
-    "Render | Stop before the first wave when a rendering failed, or the analysis preflight",
-    "Plan | Note this cluster's rendering", "Deploy | Apply the release, wait for its rollout, prune, record history",
-    "Deploy | Record the result of this cluster", "Analysis", "Outcome | Fail when this cluster failed"]
-# The tasks that look at every cluster at once and run once per run, on one host.
-ONCE_PER_RUN = ["Preflight | One inventory host per cluster and namespace", "Checkpoint | Releases in service",
-                "Waves | Number the waves of the clusters by region", "Waves | Plan"]
+    "Deploy | Apply the release, wait for its rollout, prune, record history", "Deploy | Record the result of this cluster"]
+# The tasks that look at every cluster at once and run once per run, on one host: the start of every cluster's result,
+# and the include that stops the run when a rendering failed or runs the analysis preflight (skipped without either,
+# run_once then).
+ONCE_PER_RUN = ["Preflight | One inventory host per cluster and namespace", "Plan | Start the result of every cluster afresh",
+                "Render | Stop before the first wave when a rendering failed, or the analysis preflight",
+                "Checkpoint | Releases in service", "Waves | Number the waves of the clusters by region", "Waves | Plan"]
+# Once per wave: the summary (skipped at the first wave), the wave analysis' include (skipped without
+# deploy_wave_analysis) and the outcome (skipped when no cluster of the wave failed), each run_once.
 ONCE_PER_WAVE = ["Summary | Export the results of this operation (set_stats)",
                  "Summary | Add this operation to the run's list (set_stats)", "Summary | Per-cluster summary",
-                 "Summary | Write the summary file"]
+                 "Summary | Write the summary file", "Analysis", "Outcome | Fail when this cluster failed"]
 
 
 @pytest.fixture
@@ -90,7 +91,7 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
     assert [task for task, hosts in per_host.items() if "eu1b" in hosts] == PER_CLUSTER, per_host
     for task in ONCE_PER_RUN:  # on the controller for every cluster at once: one cluster runs it
         assert len(per_host[task]) == 1, (task, per_host)
-    for task in ONCE_PER_WAVE:  # the summary: once, at the last wave (skipped once at the first)
+    for task in ONCE_PER_WAVE:  # once in each of the 2 waves
         assert len(per_host[task]) == 2, (task, per_host)
 
 

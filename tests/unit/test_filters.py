@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
-    FilterModule, manent_audit_lines, manent_checkpoint_lines, manent_cluster_result, manent_history_lines, manent_run,
+    FilterModule, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
+    manent_history_lines, manent_run,
     manent_seconds, manent_summary_lines, manent_table, manent_traffic_rows)
 
 
@@ -130,7 +133,8 @@ def test_audit_lines_count_findings_and_note_each():
 
 def test_filters_are_registered():
     assert sorted(FilterModule().filters()) == [
-        "manent_audit_lines", "manent_checkpoint_lines", "manent_cluster_result", "manent_file_sha256",
+        "manent_audit_lines", "manent_checkpoint_keys", "manent_checkpoint_lines", "manent_cluster_result",
+        "manent_file_sha256",
         "manent_history_lines", "manent_run", "manent_seconds", "manent_summary_groups", "manent_summary_lines",
         "manent_table", "manent_traffic_rows", "manent_waves"]
 
@@ -180,3 +184,28 @@ def test_run_lists_every_cluster_as_a_target():
     assert list(run["targets"][0])[:3] == ["host", "status", "details"]
     assert run["targets"][0]["counts"] == {"configured": 1, "unchanged": 3}
     assert run["targets"][1]["details"] == {}
+
+
+def test_checkpoint_reads_the_release_in_service_from_a_dotted_field():
+    # hostvars' entries are Mappings that are not dicts
+    rendered = {"eu1a": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": {"version": "2.0.0",
+                                                                                              "deployment": "d2"}}}),
+                "eu1b": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": None}}),
+                "us1a": MappingProxyType({"region": "us-1"})}
+    assert manent_checkpoint_lines(["eu1a", "eu1b", "us1a"], rendered, "region", "__deploy_render.in_service") == [
+        "host  region  version in service  deployment",
+        "eu1a  eu-1    2.0.0               d2",
+        "eu1b  eu-1    (none)              -",
+        "us1a  us-1    (none)              -",
+    ]
+
+
+def test_checkpoint_keys_are_the_distinct_releases_in_service():
+    hostvars = {"a": {"r": {"in_service": {"version": "1", "deployment": "x"}}},
+                "b": {"r": {"in_service": {"version": "1", "deployment": "x"}}},
+                "c": {"r": {"in_service": None}}, "d": {},
+                "e": {"r": {"in_service": {"version": "1", "deployment": "y"}}}}
+    assert manent_checkpoint_keys(["a", "b", "c", "d"], hostvars, ["version", "deployment"], "r.in_service") == ["1 / x"]
+    assert manent_checkpoint_keys(["a", "e"], hostvars, ["version"], "r.in_service") == ["1"]
+    assert manent_checkpoint_keys(["a", "e"], hostvars, ["version", "deployment"], "r.in_service") == ["1 / x", "1 / y"]
+    assert manent_checkpoint_keys(["us1a", "eu1a"], HOSTVARS, ["version"]) == ["2.0.0"]  # _deploy_checkpoint_release
