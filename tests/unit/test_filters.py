@@ -188,8 +188,8 @@ def test_run_lists_every_cluster_as_a_target():
 
 def test_checkpoint_reads_the_release_in_service_from_a_dotted_field():
     # hostvars' entries are Mappings that are not dicts
-    rendered = {"eu1a": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": {"version": "2.0.0",
-                                                                                              "deployment": "d2"}}}),
+    release = {"version": "2.0.0", "deployment": "d2"}
+    rendered = {"eu1a": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": release}}),
                 "eu1b": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": None}}),
                 "us1a": MappingProxyType({"region": "us-1"})}
     assert manent_checkpoint_lines(["eu1a", "eu1b", "us1a"], rendered, "region", "__deploy_render.in_service") == [
