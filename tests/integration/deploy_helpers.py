@@ -144,12 +144,15 @@ def record_status(cluster, namespace, version, key=KEY):
     return None if cm is None else record_meta(cm)["status"]
 
 
-def mid_rollout(cluster, namespace, name, key=KEY):
-    """True while a deploy of release ``key`` holds the history lock and Deployment ``name`` has NEVER_READY pods:
-    the deploy waits for a rollout that cannot end, the moment to stop it."""
+def mid_rollout(cluster, namespace, name, version, key=KEY):
+    """True while the deploy of ``version`` of release ``key`` holds the history lock and Deployment ``name`` has
+    that version's NEVER_READY pods (its pod template annotated ``release: <version>``, as app_objects writes it):
+    the deploy saved its record and waits for a rollout that cannot end, the moment to stop it. A Deployment left
+    never ready by an earlier stopped deploy does not count: the next deploy may still be before its record."""
     live = cluster.get("apps/v1", "Deployment", namespace, name) or {}
     annotations = live.get("spec", {}).get("template", {}).get("metadata", {}).get("annotations") or {}
-    return all(annotations.get(k) == v for k, v in NEVER_READY.items()) and \
+    wanted = dict(NEVER_READY, release=version)
+    return all(annotations.get(k) == v for k, v in wanted.items()) and \
         bool((locator(cluster, namespace, key) or {}).get("lockHolder"))
 
 

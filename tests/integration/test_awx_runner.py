@@ -191,7 +191,7 @@ def test_a_job_cancelled_mid_apply_releases_the_lock_and_the_next_job_converges(
     def cancel_flag():
         """AWX's cancel flag, set once the apply task runs, holds the lock and waits for a rollout that cannot end;
         it stays set (ansible-runner asks again until ansible-playbook is gone)."""
-        if not cancel and started and mid_rollout(cluster, namespace, "shop", KEY):
+        if not cancel and started and mid_rollout(cluster, namespace, "shop", "2.0.0", KEY):
             cancel.append(True)
         return bool(cancel)
 

@@ -38,13 +38,17 @@ def _vars(tmp_path, namespace, version, secret, **options):
                      deploy_wait_timeout="10m")
 
 
+def _tail(log, size=3000):
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        return handle.read()[-size:]
+
+
 def _wait_for(condition, process, log, timeout):
     """Wait until ``condition()``; fails when the run ends first or the moment never comes."""
     deadline = time.monotonic() + timeout
     while not condition():
         if process.poll() is not None:
-            with open(log, encoding="utf-8", errors="replace") as handle:
-                raise AssertionError("ansible-playbook ended before it was stopped:\n%s" % handle.read()[-6000:])
+            raise AssertionError("ansible-playbook ended before it was stopped:\n%s" % _tail(log, 6000))
         assert time.monotonic() < deadline, "the run did not reach its rollout wait within %ds" % timeout
         time.sleep(0.2)
 
@@ -62,7 +66,7 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
                                                              never_ready=True),
                              tmp_path / version, log, limit=cluster.name, env=marker)
         try:
-            _wait_for(lambda: mid_rollout(cluster, namespace, "shop", KEY), run, log, MOMENT_TIMEOUT)
+            _wait_for(lambda: mid_rollout(cluster, namespace, "shop", version, KEY), run, log, MOMENT_TIMEOUT)
             os.killpg(run.pid, signum)
             run.wait(STOP_TIMEOUT)
             left = wait_gone(marker, STOP_TIMEOUT)
@@ -71,7 +75,9 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
             kill_all(marker)
         loc = locator(cluster, namespace, KEY)
         assert (loc["version"], loc["lockHolder"]) == ("1.0.0", ""), "%s: %r" % (signum.name, loc)
-        assert record_status(cluster, namespace, version, KEY) == STATUS_FAILED, signum.name
+        status = record_status(cluster, namespace, version, KEY)
+        assert status == STATUS_FAILED, "%s: the record of %s says %r; the stopped run's output ends:\n%s" % (
+            signum.name, version, status, _tail(log))
 
     again = run_playbook("deploy", inventory_path, _vars(tmp_path / "4", namespace, "4.0.0", secret), tmp_path / "4",
                          limit=cluster.name)

@@ -137,8 +137,9 @@ class Writer:
             version = plan.bundle.release.version
             try:
                 plan.store.mark(version, "failed")
-            except ManentError as mark_exc:  # keep the original error; say history may need a look
-                result.warnings.append("could not mark release %s failed: %s" % (version, mark_exc))
+            except Exception as mark_exc:  # pylint: disable=broad-except  # keep the original error; say why
+                result.warnings.append("could not mark release %s failed, its record still says pending: %s"
+                                       % (version, _said(mark_exc)))
         result.status = "failed"
         exc.partial = result
 
@@ -147,12 +148,23 @@ class Writer:
         if plan.locked:
             try:
                 plan.store.release_lock()
-            except ManentError as exc:
-                result.warnings.append("could not release the history lock: %s" % exc)
+            except Exception as exc:  # pylint: disable=broad-except  # keep the deploy's own outcome or error
+                result.warnings.append("could not release the history lock (it expires by itself; or deploy with "
+                                       "break_lock: true once no other deploy runs): %s" % _said(exc))
         timings["total"] = time.monotonic() - plan.started
         result.timings = timings
         result.warnings.extend(change_warnings(result.changes))
         result.warnings.extend(plan.store.notes)
+
+
+def _said(exc):
+    """What a warning says of ``exc``: a ManentError's own text (subject and hint included); for any other
+    exception its type and first line, so that an unexpected error of the clean-up after a failure or a stop
+    neither replaces the deploy's own error nor passes unexplained."""
+    if isinstance(exc, ManentError):
+        return str(exc)
+    first = str(exc).strip().splitlines()[:1]
+    return "%s%s" % (type(exc).__name__, (": " + first[0][:300]) if first else "")
 
 
 def timed(timings, name, work, *args):
