@@ -241,7 +241,11 @@ def test_save_mark_promote_round_trip(cluster, namespace):
     assert [(r["version"], r["status"], r["replaced"]) for r in later.records()] == \
         [("2.0.0", "deployed", "1.0.0"), ("1.0.0", "superseded", "")]
 
-    assert later.mark("2.0.0", "failed")["status"] == "failed"
+    # a deploy stopped while saving marks only a record it wrote (its deploy id), if there is one
+    assert later.mark("2.0.0", "failed", missing_ok=True, of_deployment="deploy-3")["status"] == "deployed"
+    assert later.mark("9.9.9", "failed", missing_ok=True, of_deployment="deploy-3") is None
+    assert later.mark("2.0.0", "failed", missing_ok=True, of_deployment="deploy-2")["status"] == "failed"
+    assert get_cm(cluster, namespace, name2)["data"]["status"] == "failed"
     with pytest.raises(HistoryError, match="no record of version 9.9.9"):
         later.mark("9.9.9", "failed")
     with pytest.raises(HistoryError, match="no record of version 9.9.9"):

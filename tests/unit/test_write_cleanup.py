@@ -25,8 +25,8 @@ class Store:
         self.calls, self.notes = [], []
         self.mark_error, self.release_error = mark_error, release_error
 
-    def mark(self, version, status):
-        self.calls.append(("mark", version, status))
+    def mark(self, version, status, **options):
+        self.calls.append(("mark", version, status, options))
         if self.mark_error is not None:
             raise self.mark_error
 
@@ -42,11 +42,11 @@ def _writer():
     return Writer(deployer)
 
 
-def _plan(store):
-    release = types.SimpleNamespace(version="2.0.0", deployment="d2")
+def _plan(store, saved=True, saving=True, deployment="d2"):
+    release = types.SimpleNamespace(version="2.0.0", deployment=deployment)
     return types.SimpleNamespace(result=DeployResult(status="pending", namespace="ns", release="2.0.0", previous=""),
-                                 store=store, redeploy=False, locked=True, saved=True, started=0.0, located={},
-                                 strays_noted=False, bundle=types.SimpleNamespace(release=release))
+                                 store=store, redeploy=False, locked=True, saved=saved, saving=saving, started=0.0,
+                                 located={}, strays_noted=False, bundle=types.SimpleNamespace(release=release))
 
 
 def _fail(writer, plan, error):
@@ -68,7 +68,7 @@ def test_the_record_is_marked_failed_and_the_lock_released(error):
     store = Store()
     plan = _plan(store)
     assert _fail(_writer(), plan, error) is error
-    assert store.calls == [("mark", "2.0.0", "failed"), ("release_lock",)]
+    assert store.calls == [("mark", "2.0.0", "failed", {}), ("release_lock",)]
     assert plan.result.status == "failed" and error.partial is plan.result
     assert not plan.result.warnings
 
@@ -81,7 +81,7 @@ def test_a_mark_that_fails_keeps_the_error_releases_the_lock_and_says_so(error, 
     store = Store(mark_error=mark_error)
     plan = _plan(store)
     assert _fail(_writer(), plan, error) is error
-    assert store.calls == [("mark", "2.0.0", "failed"), ("release_lock",)]
+    assert store.calls == [("mark", "2.0.0", "failed", {}), ("release_lock",)]
     warning, = plan.result.warnings
     assert warning.startswith("could not mark release 2.0.0 failed, its record still says pending: ")
     if not isinstance(mark_error, HistoryError):
@@ -99,3 +99,16 @@ def test_a_lock_release_that_fails_keeps_the_error_and_says_so(release_error):
                                     "break_lock: true once no other deploy runs): " +
                                     (str(release_error) if isinstance(release_error, HistoryError)
                                      else "RuntimeError: pool closed")]
+
+
+def test_stopped_while_saving_marks_the_record_only_if_this_deploy_wrote_it():
+    """The stop came while the record was being saved (the create may or may not have been handled): the clean-up
+    marks the record failed if it exists and holds this deploy's id; before saving, nothing is marked."""
+    error = Interrupted("the run was stopped (SIGTERM)")
+    store = Store()
+    _fail(_writer(), _plan(store, saved=False), error)
+    assert store.calls == [("mark", "2.0.0", "failed", {"missing_ok": True, "of_deployment": "d2"}),
+                           ("release_lock",)]
+    for plan in (_plan(Store(), saved=False, saving=False), _plan(Store(), saved=False, deployment="")):
+        _fail(_writer(), plan, Interrupted("the run was stopped (SIGINT)"))
+        assert plan.store.calls == [("release_lock",)]

@@ -44,6 +44,7 @@ class Plan:
     started: float
     locked: bool = False
     saved: bool = False
+    saving: bool = False  # the record was being saved: a stop may leave it written although saving did not return
     slot_rerun: bool = False  # the traffic release in service deployed again (same deploy id) to its own slot
     # the version in service deployed again (other deploy id, or a changed rendering): its record keeps what is in
     # service until the redeploy succeeded (note_strays before the first write, the record at the end)

@@ -74,6 +74,7 @@ class Writer:
                         plan.strays_noted = True
                         plan.result.history["written"] = True
                 else:
+                    plan.saving = True
                     store.save_record(bundle.release, bundle.objects, plan.meta)
                     plan.saved = True
                     plan.result.history["written"] = True
@@ -133,10 +134,13 @@ class Writer:
                                    plan.bundle.release.deployment or "-",
                                    "; the objects it added are listed there, for the next deploy to prune"
                                    if plan.strays_noted else ""))
-        if plan.saved:
+        deployment = plan.bundle.release.deployment
+        if plan.saved or (plan.saving and deployment):
+            # stopped while saving (plan.saving): the record, if written, is this deploy's (its deploy id)
             version = plan.bundle.release.version
             try:
-                plan.store.mark(version, "failed")
+                plan.store.mark(version, "failed", **({} if plan.saved else {"missing_ok": True,
+                                                                             "of_deployment": deployment}))
             except Exception as mark_exc:  # pylint: disable=broad-except  # keep the original error; say why
                 result.warnings.append("could not mark release %s failed, its record still says pending: %s"
                                        % (version, _said(mark_exc)))

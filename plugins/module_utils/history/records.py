@@ -111,11 +111,18 @@ class Records:
                                                            "good version instead (a new version number)")
         return written[0]
 
-    def mark(self, version, status, missing_ok=False, **fields):
+    def mark(self, version, status, missing_ok=False, of_deployment=None, **fields):
         """Set the status (and record fields such as slot or replaced) of the record of ``version``; its
-        metadata, or None when it does not exist and ``missing_ok``."""
+        metadata, or None when it does not exist and ``missing_ok``. With ``of_deployment``, only a record that
+        deploy wrote is changed (another deploy's record of the version is left as it is)."""
         name = naming.record_name(self.client.key, version)
-        updated = self.client.update(name, lambda cm: record_format.set_status(cm, status, **fields),
+
+        def change(cm):
+            if of_deployment is not None and record_format.record_meta(cm)["deployment"] != str(of_deployment):
+                return None
+            return record_format.set_status(cm, status, **fields)
+
+        updated = self.client.update(name, change,
                                      "set the status of version %s to %s" % (version, status),
                                      missing_hint="no record of version %s: save it before marking it" % version,
                                      missing_ok=missing_ok)
