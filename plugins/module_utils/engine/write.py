@@ -138,9 +138,9 @@ class Writer:
         if plan.saved or (plan.saving and deployment):
             # stopped while saving (plan.saving): the record, if written, is this deploy's (its deploy id)
             version = plan.bundle.release.version
+            unsure = {} if plan.saved else {"missing_ok": True, "of_deployment": deployment}
             try:
-                plan.store.mark(version, "failed", **({} if plan.saved else {"missing_ok": True,
-                                                                             "of_deployment": deployment}))
+                plan.store.mark(version, "failed", **unsure)
             except Exception as mark_exc:  # pylint: disable=broad-except  # keep the original error; say why
                 result.warnings.append("could not mark release %s failed, its record still says pending: %s"
                                        % (version, _said(mark_exc)))
