@@ -5,7 +5,9 @@
 errors are a broken connection rather than a failed certificate check. The policy against real servers and
 real faults is tested in tests/integration/test_faults.py."""
 
+import socket
 import ssl
+import threading
 
 import pytest
 import urllib3
@@ -59,3 +61,39 @@ def test_tls_verification_failure_versus_a_broken_handshake():
 def test_unsent_only_for_connection_establishment():
     assert _unsent(urllib3.exceptions.NewConnectionError(None, "refused"))
     assert not _unsent(urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset")))
+
+
+def _handshake_error(answer):
+    """The ssl.SSLError a TLS handshake raises when the server answers with plain bytes: raised by OpenSSL, so
+    its ``reason`` is a string (here WRONG_VERSION_NUMBER), unlike urllib3's errors whose reason is an error."""
+    client, server = socket.socketpair()
+
+    def serve():
+        server.recv(4096)
+        server.sendall(answer)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        context.wrap_socket(client, server_hostname="cluster.example")
+    except ssl.SSLError as exc:
+        return exc
+    finally:
+        thread.join()
+        client.close()
+        server.close()
+    raise AssertionError("the handshake succeeded against plain bytes")
+
+
+def test_an_openssl_error_that_is_not_the_certificate_check_is_a_broken_connection():
+    # Before, the walk followed ssl.SSLError.reason (a str) and failed on str.__cause__ (AttributeError), which
+    # ansible-core reported as "'str' object has no attribute '__cause__'" instead of the cluster's error.
+    exc = _handshake_error(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    assert isinstance(exc.reason, str)
+    wrapped = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.SSLError(exc))
+    assert _verification_failure(exc) is False
+    assert _verification_failure(urllib3.exceptions.SSLError(exc)) is False
+    assert _verification_failure(wrapped) is False

@@ -529,9 +529,12 @@ def _verification_failure(exc):
         seen.add(id(err))
         if isinstance(err, ssl.SSLCertVerificationError):
             return True
-        if isinstance(err, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError)):
+        if isinstance(err, (ssl.SSLError, ConnectionError)):
+            # any other OpenSSL error (EOF, a record-layer or protocol failure in the handshake) or a reset
             return False
-        err = getattr(err, "reason", None) or err.__cause__ or err.__context__ or \
+        # urllib3's reason is the underlying error, but ssl.SSLError's reason is a string (its OpenSSL code)
+        reason = getattr(err, "reason", None)
+        err = (reason if isinstance(reason, BaseException) else None) or err.__cause__ or err.__context__ or \
             next((a for a in getattr(err, "args", ()) if isinstance(a, BaseException)), None)
     text = str(exc)
     return not ("EOF occurred" in text or "reset by peer" in text or "UNEXPECTED_EOF" in text)
