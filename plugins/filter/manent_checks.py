@@ -8,12 +8,19 @@ one filter call on the controller instead of a template compiled and rendered pe
 settings included).
 ``hosts | manent_shared_targets(hostvars, namespace)``: one line per group of hosts that reach the same cluster
 (API server URL and port) for the same release namespace.
+``hosts | manent_argument_errors(hostvars, entry_point)``: every host's variables checked against an entry point of the
+deploy role's argument spec, in one task for the whole run; one line per error, naming its hosts.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Mapping
+
+import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
@@ -193,6 +200,93 @@ def manent_shared_targets(hosts, hostvars, namespace=""):
             % (", ".join(names), url, ns) for (url, ns), names in groups.items() if len(names) > 1]
 
 
+# roles/<role>/meta/argument_specs.yml of this collection (plugins/filter/ is two levels below its root)
+ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+_SPECS = {}
+
+
+def _argument_spec(role, entry_point):
+    """The options of ``entry_point`` in the argument spec of this collection's ``role`` (read once)."""
+    path = os.path.join(ROLES, role, "meta", "argument_specs.yml")
+    if path not in _SPECS:
+        with open(path, encoding="utf-8") as handle:
+            _SPECS[path] = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+    if entry_point not in _SPECS[path]:
+        raise ValueError("%s has no entry point %r" % (path, entry_point))
+    return (_SPECS[path][entry_point] or {}).get("options") or {}
+
+
+def _plain(value):
+    """A templated variable as plain data, for the validator and for comparing the hosts' variables."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+def manent_argument_errors(hosts, hostvars, entry_point="plan"):
+    """What ansible-playbook checks for each host when a role's entry point is imported with argument validation,
+    done once for all ``hosts``: each host's variables (inventory, extra vars, facts: its ``hostvars``) that the
+    entry point's argument spec names, validated against it. The role's defaults are not among them; they are the
+    role's own and match the spec (tests/integration/test_playbooks.py). Hosts whose variables are the same are
+    validated once. Returns one line per distinct error, naming the hosts that have it; empty when all pass."""
+    options = _argument_spec("deploy", entry_point)
+    validator = ArgumentSpecValidator(options)
+    checked, errors = {}, {}
+    for host in hosts or []:
+        host_vars = hostvars[host]
+        values, failures = {}, []
+        for name in options:
+            if name not in host_vars:
+                continue
+            try:
+                values[name] = _plain(host_vars[name])
+            except Exception as exc:  # pylint: disable=broad-except  # any templating error, reported for this host
+                failures.append("%s cannot be templated: %s" % (name, exc))
+        key = json.dumps(values, sort_keys=True, default=repr)
+        if key not in checked:
+            messages = validator.validate(values, validate_role_argument_spec=True).error_messages
+            checked[key] = [_redact(message, values) for message in messages]
+        for message in failures + checked[key]:
+            errors.setdefault(message, []).append(str(host))
+    return ["%s: %s" % (_hosts(names), message) for message, names in errors.items()]
+
+
+SECRET = re.compile(r"password|token|secret|_key$")
+
+
+def _redact(message, values):
+    """``message`` without the values of the options that hold credentials (a validator's message may quote the
+    value it could not convert)."""
+    for name, value in values.items():
+        if SECRET.search(name):
+            for leaf in _leaves(value):
+                if len(leaf) >= 3:
+                    message = message.replace(leaf, "********")
+    return message
+
+
+def _leaves(value):
+    if isinstance(value, Mapping):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [str(value)] if value is not None and not isinstance(value, bool) else []
+
+
+def _hosts(names, shown=5):
+    if len(names) <= shown:
+        return ", ".join(names)
+    return "%s and %d more" % (", ".join(names[:shown]), len(names) - shown)
+
+
 class FilterModule:
     def filters(self):
-        return {"manent_preflight": manent_preflight, "manent_shared_targets": manent_shared_targets}
+        return {"manent_preflight": manent_preflight, "manent_shared_targets": manent_shared_targets,
+                "manent_argument_errors": manent_argument_errors}

@@ -84,3 +84,25 @@ def test_two_hosts_for_one_namespace_of_one_cluster_stop_the_run_before_any_writ
         in run.output, run.explain()
     assert "Deploy | Render the release" not in run.output, run.explain()  # no cluster was contacted
     assert cluster.get("v1", "Namespace", None, namespace) is None  # not even the namespace was created
+
+
+@pytest.mark.integration
+def test_a_bad_host_variable_stops_the_run_once_naming_that_host_before_any_write(cluster, inventory_path,
+                                                                                  two_namespaces, tmp_path):
+    # The argument spec is checked once for every host of the run (plugins/filter/manent_checks.py), not in each
+    # host's worker: the host variable of team-b alone is named, with the variable and the rule it breaks.
+    path = _one_server_inventory(inventory_path, tmp_path / "inventory.yml", two_namespaces)
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    data["all"]["hosts"]["team-b"]["deploy_keep_releases"] = "a few"
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(data, handle, sort_keys=False)
+    run = run_playbook("deploy", path, _vars(tmp_path, "hello"), tmp_path)
+
+    assert run.rc != 0, run.explain()
+    assert "team-b: argument 'deploy_keep_releases' is of type str and we were unable to convert to int" \
+        in run.output, run.explain()
+    assert "team-a:" not in run.output, run.explain()
+    assert "Deploy | Render the release" not in run.output, run.explain()  # no cluster was contacted
+    for namespace in two_namespaces:
+        assert cluster.get("v1", "Namespace", None, namespace) is None  # not even the namespace was created

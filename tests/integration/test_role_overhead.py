@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import threading
 
 import pytest
@@ -24,12 +25,12 @@ FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Download the
 
 
 # The tasks each cluster runs in a nothing-changed redeploy of playbooks/deploy.yml, in order: the plan play's
-# argument validation, preflight and rendering; in its wave, the apply and its result.
+# preflight and rendering; in its wave, the apply and its result. The argument spec is checked once for all clusters
+# (playbooks/deploy.yml's ARGUMENTS task), not by ansible-playbook's validation task in each cluster's worker.
 PER_CLUSTER = [
-    "Validating arguments against arg spec 'plan' - Preflight, artifact, rendering, checkpoint and waves for all "
-    "targeted clusters (deploy.yml)",
     "Preflight | Check the role and host variables", "Deploy | Render the release for this cluster",
     "Deploy | Apply the release, wait for its rollout, prune, record history", "Deploy | Record the result of this cluster"]
+ARGUMENTS = "Check the variables of every targeted cluster against the deploy role's argument spec"
 # The tasks that look at every cluster at once and run once per run, on one host: the start of every cluster's result,
 # and the include that stops the run when a rendering failed or runs the analysis preflight (skipped without either,
 # run_once then).
@@ -89,6 +90,9 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
     # counts are the controller's cost per cluster: a new per-cluster task should be worth it.
     per_host = again.task_hosts()
     assert [task for task, hosts in per_host.items() if "eu1b" in hosts] == PER_CLUSTER, per_host
+    arguments = again.output.split("TASK [%s]" % ARGUMENTS)
+    assert len(arguments) == 2 and re.findall(r"^\w+: \[(\w+)\]", arguments[1].split("TASK [")[0], re.M) == ["eu1a"], \
+        again.explain()  # a task of the playbook (not the role), run once
     for task in ONCE_PER_RUN:  # on the controller for every cluster at once: one cluster runs it
         assert len(per_host[task]) == 1, (task, per_host)
     for task in ONCE_PER_WAVE:  # once in each of the 2 waves

@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges, manent_summary_lines
 from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import (
-    cluster_url, manent_preflight, manent_shared_targets)
+    _redact, cluster_url, manent_argument_errors, manent_preflight, manent_shared_targets)
 
 GOOD = {"environment": "prod", "application": "shop", "namespace": "shop-prod", "keep_releases": 5, "parallel": "2",
         "wait_timeout": "1m30s", "wave_by": "region", "host": "eu1a", "api_server": "https://k8s.example.com",
@@ -116,3 +116,51 @@ def test_the_summary_of_a_hundred_clusters_is_grouped_by_outcome_failures_first_
         "49        deployed     1.0.1    1.0.0     5        configured:1 unchanged:4  0       0.51-0.99  c001..c049",
         "50        not started  -        -         -        -                         0       -          c051..c100",
         "c050: Deployment/shop/web: ProgressDeadlineExceeded"]
+
+
+# --------------------------------------------------------------------------- the argument spec, once for all hosts
+
+
+class _Unrenderable(dict):
+    """A host's variables where one cannot be templated (an undefined variable in its template)."""
+
+    def __getitem__(self, name):
+        if name == "deploy_wait_timeout":
+            raise ValueError("'later' is undefined")
+        return super().__getitem__(name)
+
+
+def test_argument_errors_name_each_error_once_with_its_hosts():
+    hostvars = {"a": {"deploy_wait": "maybe", "deploy_namespace": "ns-a"},
+                "b": {"deploy_wait": "maybe", "deploy_namespace": "ns-b"},
+                "c": {"deploy_keep_releases": "five", "deploy_region_order": ["eu1"]},
+                "d": _Unrenderable(deploy_wait_timeout="{{ later }}"),
+                "e": {"deploy_parallel": "4", "deploy_prune": "yes", "unrelated_variable": {"x": 1}}}
+    errors = manent_argument_errors(list(hostvars), hostvars, "plan")
+    assert len(errors) == 3, errors
+    assert errors[0].startswith("a, b: argument 'deploy_wait' is of type str and we were unable to convert to bool")
+    assert errors[1].startswith("c: argument 'deploy_keep_releases' is of type str and we were unable to convert "
+                                "to int"), errors
+    assert errors[2] == "d: deploy_wait_timeout cannot be templated: 'later' is undefined", errors
+
+
+def test_argument_errors_of_good_or_absent_variables_are_empty_and_many_hosts_are_counted():
+    assert manent_argument_errors(["a"], {"a": {}}) == []
+    assert manent_argument_errors(["a"], {"a": {"deploy_wait": "true", "deploy_keep_releases": "3",
+                                               "deploy_checkpoint_fields": ["version"]}}) == []
+    hostvars = {"h%02d" % i: {"deploy_helm_hooks": "sometimes"} for i in range(12)}
+    errors = manent_argument_errors(sorted(hostvars), hostvars)
+    assert len(errors) == 1 and errors[0].startswith("h00, h01, h02, h03, h04 and 7 more: "), errors
+
+
+def test_argument_errors_of_an_unknown_entry_point_say_so():
+    with pytest.raises(ValueError, match="no entry point 'plans'"):
+        manent_argument_errors(["a"], {"a": {}}, "plans")
+
+
+def test_argument_error_messages_never_quote_credentials():
+    message = "argument 'manent_token' could not use 'hunter2-token' nor 'ab'"
+    assert _redact(message, {"manent_token": "hunter2-token"}) == "argument 'manent_token' could not use '********' " \
+        "nor 'ab'"
+    assert _redact("x {'k': 'pa55word'}", {"deploy_artifact_url_password": {"k": "pa55word"}}) == "x {'k': '********'}"
+    assert _redact("keep 'shop'", {"deploy_application": "shop"}) == "keep 'shop'"
