@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from jinja2 import Undefined
 
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
@@ -217,7 +218,11 @@ def _argument_spec(role, entry_point):
 
 
 def _plain(value):
-    """A templated variable as plain data, for the validator and for comparing the hosts' variables."""
+    """A templated variable as plain data, for the validator and for comparing the hosts' variables. An undefined
+    value anywhere in it raises: ansible-core 2.19 and later template it to such a marker, earlier versions leave
+    the template in place (so a template left in a string is taken as undefined too)."""
+    if isinstance(value, Undefined) or (isinstance(value, str) and ("{{" in value or "{%" in value)):
+        raise ValueError("undefined")
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -234,26 +239,28 @@ def manent_argument_errors(hosts, hostvars, entry_point="plan"):
     """What ansible-playbook checks for each host when a role's entry point is imported with argument validation,
     done once for all ``hosts``: each host's variables (inventory, extra vars, facts: its ``hostvars``) that the
     entry point's argument spec names, validated against it. The role's defaults are not among them; they are the
-    role's own and match the spec (tests/integration/test_playbooks.py). Hosts whose variables are the same are
-    validated once. Returns one line per distinct error, naming the hosts that have it; empty when all pass."""
+    role's own and match the spec (tests/integration/test_playbooks.py). A variable that cannot be templated here
+    (its template names one of the role's variables, which hostvars does not hold) is left to the tasks that use
+    it, which template it with the role's variables. Hosts whose variables are the same are validated once.
+    Returns one line per distinct error, naming the hosts that have it; empty when all pass."""
     options = _argument_spec("deploy", entry_point)
     validator = ArgumentSpecValidator(options)
     checked, errors = {}, {}
     for host in hosts or []:
         host_vars = hostvars[host]
-        values, failures = {}, []
+        values = {}
         for name in options:
             if name not in host_vars:
                 continue
             try:
                 values[name] = _plain(host_vars[name])
-            except Exception as exc:  # pylint: disable=broad-except  # any templating error, reported for this host
-                failures.append("%s cannot be templated: %s" % (name, exc))
+            except Exception:  # pylint: disable=broad-except  # any templating error: see the docstring
+                continue
         key = json.dumps(values, sort_keys=True, default=repr)
         if key not in checked:
             messages = validator.validate(values, validate_role_argument_spec=True).error_messages
             checked[key] = [_redact(message, values) for message in messages]
-        for message in failures + checked[key]:
+        for message in checked[key]:
             errors.setdefault(message, []).append(str(host))
     return ["%s: %s" % (_hosts(names), message) for message, names in errors.items()]
 
