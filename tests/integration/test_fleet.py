@@ -34,6 +34,14 @@ def _one_server_inventory(inventory_path, path, namespaces):
     return str(path)
 
 
+def _set_host_var(path, host, name, value):
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    data["all"]["hosts"][host][name] = value
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(data, handle, sort_keys=False)
+
+
 def _vars(tmp_path, greeting):
     # Each host deploys with its own deploy id: the checkpoint compares the versions in service only.
     extra = shop_vars(tmp_path, "unused", "1.0.0", greeting, replicas="1", deploy_create_namespace=True,
@@ -53,13 +61,9 @@ def two_namespaces(cluster):
 @pytest.mark.integration
 def test_two_hosts_on_one_api_server_deploy_each_its_own_namespace(cluster, inventory_path, two_namespaces, tmp_path):
     inventory = _one_server_inventory(inventory_path, tmp_path / "inventory.yml", two_namespaces)
-    with open(inventory, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
     # A host variable templated from one of the role's defaults: the run-wide argument check (hostvars, without the
     # role's variables) leaves it to the tasks, which template it with them.
-    data["all"]["hosts"]["team-a"]["deploy_break_lock"] = "{{ deploy_adopt }}"
-    with open(inventory, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(data, handle, sort_keys=False)
+    _set_host_var(inventory, "team-a", "deploy_break_lock", "{{ deploy_adopt }}")
     run = run_playbook("deploy", inventory, _vars(tmp_path, "hello teams"), tmp_path)
     assert run.rc == 0, run.explain()
 
@@ -100,11 +104,7 @@ def test_a_bad_host_variable_stops_the_run_once_naming_that_host_before_any_writ
     # The argument spec is checked once for every host of the run (plugins/filter/manent_checks.py), not in each
     # host's worker: the host variable of team-b alone is named, with the variable and the rule it breaks.
     path = _one_server_inventory(inventory_path, tmp_path / "inventory.yml", two_namespaces)
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
-    data["all"]["hosts"]["team-b"]["deploy_keep_releases"] = "a few"
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(data, handle, sort_keys=False)
+    _set_host_var(path, "team-b", "deploy_keep_releases", "a few")
     run = run_playbook("deploy", path, _vars(tmp_path, "hello"), tmp_path)
 
     assert run.rc != 0, run.explain()
