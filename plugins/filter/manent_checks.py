@@ -23,6 +23,8 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import Undefined
 
+from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges
+
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -262,7 +264,7 @@ def manent_argument_errors(hosts, hostvars, entry_point="plan"):
             checked[key] = [_redact(message, values) for message in messages]
         for message in checked[key]:
             errors.setdefault(message, []).append(str(host))
-    return ["%s: %s" % (_hosts(names), message) for message, names in errors.items()]
+    return ["%s: %s" % (host_ranges(names), message) for message, names in errors.items()]
 
 
 SECRET = re.compile(r"password|token|secret|_key$")
@@ -285,12 +287,6 @@ def _leaves(value):
     if isinstance(value, list):
         return [leaf for item in value for leaf in _leaves(item)]
     return [str(value)] if value is not None and not isinstance(value, bool) else []
-
-
-def _hosts(names, shown=5):
-    if len(names) <= shown:
-        return ", ".join(names)
-    return "%s and %d more" % (", ".join(names[:shown]), len(names) - shown)
 
 
 class FilterModule:
