@@ -8,7 +8,8 @@ is laid out by it.
 ``manent_seconds(duration)``: whole seconds (rounded up) of a duration such as "90s", "5m", "1m30s".
 ``manent_summary_lines(summary)``: the deploy/rollback summary ({host: result}) as lines, notes after the table
 (a failure's message, else the one line of the wave analysis).
-``hosts | manent_checkpoint_lines(hostvars, wave_by, field)``: the releases in service (checkpoint phase).
+``hosts | manent_checkpoint_lines(hostvars, fields, field, namespace)``: the releases in service, grouped (checkpoint
+phase).
 ``hosts | manent_checkpoint_keys(hostvars, fields, field)``: the distinct releases in service (checkpoint phase).
 ``hosts | manent_history_lines(hostvars, wave_by)``: the release in service and the records (history phase).
 ``hosts | manent_audit_lines(hostvars)``: the audit findings per cluster, each finding as a note.
@@ -39,7 +40,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 GROUP_OVER = 10  # the summary of more clusters is grouped by outcome
 NUMBERED = re.compile(r"^(.*?)([0-9]+)(\D*)$")  # a host name's last number (c001, k8s-7.example.com)
 SUMMARY_HEADER = ["host", "status", "version", "previous", "objects", "changes", "pruned", "seconds"]
-CHECKPOINT_HEADER = ["host", None, "version in service", "deployment"]  # None: the wave variable's name
+CHECKPOINT_TITLES = {"version": "version in service", "artifact": "artifact sha256", "deployment": "deployment"}
+ARTIFACT_SHOWN = 12  # hex digits of an artifact's sha256 the checkpoint table shows
 HISTORY_HEADER = ["host", None, "in service", "deployment", "records (newest first)"]
 AUDIT_HEADER = ["host", "artifact", "artifact warnings", "history removed", "history deprecated"]
 CHECKPOINT_FIELD = "_deploy_checkpoint_release"  # the host variable of the release in service
@@ -258,28 +260,51 @@ def _in_service(host_vars, field):
     return dict(value) if isinstance(value, Mapping) and value else None
 
 
-def manent_checkpoint_lines(hosts, hostvars, wave_by="region", field=None):
-    """The release in service of each host (its variable ``field``, by default ``_deploy_checkpoint_release``):
-    version and deploy id."""
-    rows = [_header(CHECKPOINT_HEADER, wave_by)]
-    for host in hosts or []:
-        host_vars = hostvars.get(host) or {}
-        release = _in_service(host_vars, field)
-        rows.append([host, host_vars.get(wave_by, "-"), release.get("version", "") if release else "(none)",
-                     release.get("deployment", "") if release else "-"])
+def _checkpoint_value(release, name, shown=False):
+    """A field of a release in service ("" when not recorded); ``shown``: as the table shows it (an artifact's
+    sha256 cut to ARTIFACT_SHOWN hex digits)."""
+    value = str(release.get(name) or "")
+    return value[:ARTIFACT_SHOWN] if shown and name == "artifact" else value
+
+
+def _checkpoint_compared(releases, fields):
+    """The ``fields`` recorded by every release of ``releases``: a field some release does not record (written by a
+    collection before it recorded the field) cannot tell releases apart and is left out."""
+    return [name for name in fields or [] if all(_checkpoint_value(r, name) for r in releases)]
+
+
+def manent_checkpoint_lines(hosts, hostvars, fields=None, field=None, namespace=""):
+    """The releases in service of ``hosts``, one row per distinct release (its ``fields``; the artifact's digest cut
+    to 12 characters), with how many clusters run it and which (host ranges), and their namespace when the hosts'
+    ``deploy_namespace`` differ (else ``namespace``); clusters with nothing in service last, as ``(none)``."""
+    fields = list(fields or ["version"])
+    found = [(host, _in_service(hostvars.get(host) or {}, field)) for host in hosts or []]
+    spaces = {host: str((hostvars.get(host) or {}).get("deploy_namespace") or namespace or "") for host, _r in found}
+    shown_spaces = len(set(spaces.values())) > 1
+    groups = {}
+    for host, release in found:
+        cells = [_checkpoint_value(release, name, shown=True) or "-" for name in fields] if release else \
+            ["(none)"] + ["-"] * (len(fields) - 1)
+        key = tuple(cells + ([spaces[host]] if shown_spaces else []))
+        groups.setdefault(key, []).append(host)
+    order = sorted(groups, key=lambda key: key[0] == "(none)")  # stable: otherwise in order of first appearance
+    header = [CHECKPOINT_TITLES.get(name, name) for name in fields] + (["namespace"] if shown_spaces else [])
+    rows = [header + ["clusters", "hosts"]]
+    rows.extend(list(key) + [len(groups[key]), host_ranges(groups[key])] for key in order)
     return _lines(rows)
 
 
 def manent_checkpoint_keys(hosts, hostvars, fields, field=None):
     """The distinct keys (the ``fields`` of the release in service, joined by " / ") of the hosts that have a
-    release in service, in host order: more than one means that the clusters run different releases."""
+    release in service, in host order: more than one means that the clusters run different releases. Only the fields
+    that every release records are compared (:func:`_checkpoint_compared`)."""
+    releases = [r for r in (_in_service(hostvars.get(host) or {}, field) for host in hosts or []) if r]
+    compared = _checkpoint_compared(releases, fields)
     keys = []
-    for host in hosts or []:
-        release = _in_service(hostvars.get(host) or {}, field)
-        if release:
-            key = " / ".join(str(release.get(name, "")) for name in fields or [])
-            if key not in keys:
-                keys.append(key)
+    for release in releases:
+        key = " / ".join(_checkpoint_value(release, name) for name in compared)
+        if key not in keys:
+            keys.append(key)
     return keys
 
 

@@ -151,7 +151,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 in_service:
-  description: The release in service (version, deployment, slot, record), or null.
+  description: The release in service (version, deployment, artifact (its sha256), slot, record), or null.
   returned: always
   type: dict
 records:

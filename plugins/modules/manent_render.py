@@ -259,7 +259,8 @@ cluster_version:
   type: str
 in_service:
   description:
-    - The release of this key in service on the cluster when it rendered (version, deployment, slot, record), as
+    - The release of this key in service on the cluster when it rendered (version, deployment, artifact (the
+      sha256 of its artifact), slot, record), as
       M(manent.kubernetes.manent_history) lists it, or null when none is.
     - What the role's checkpoint compares across clusters when C(playbooks/deploy.yml) renders them all before its
       first wave.

@@ -14,6 +14,7 @@ import uuid
 import pytest
 import yaml
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import HISTORY_LOCATOR
 from tests.integration.playbook_helpers import labelled_history, run_playbook, shop_vars
 
 CONNECTION = ("ansible_connection", "ansible_python_interpreter", "manent_api_server", "manent_ca_file",
@@ -42,10 +43,9 @@ def _set_host_var(path, host, name, value):
         yaml.safe_dump(data, handle, sort_keys=False)
 
 
-def _vars(tmp_path, greeting):
-    # Each host deploys with its own deploy id: the checkpoint compares the versions in service only.
-    extra = shop_vars(tmp_path, "unused", "1.0.0", greeting, replicas="1", deploy_create_namespace=True,
-                      deploy_checkpoint_fields=["version"])
+def _vars(tmp_path, greeting, version="1.0.0"):
+    # The checkpoint's defaults: each host deploys with its own deploy id (its namespace), which it does not compare.
+    extra = shop_vars(tmp_path, "unused", version, greeting, replicas="1", deploy_create_namespace=True)
     del extra["deploy_namespace"]  # each host's own (an extra variable would override the host variables)
     return extra
 
@@ -80,6 +80,47 @@ def test_two_hosts_on_one_api_server_deploy_each_its_own_namespace(cluster, inve
     again = run_playbook("deploy", inventory, _vars(tmp_path, "hello teams"), tmp_path)
     assert again.rc == 0, again.explain()
     assert all(r["changed"] == 0 for r in again.recap.values()), again.explain()
+
+
+@pytest.mark.integration
+def test_clusters_that_differ_by_their_variables_pass_the_checkpoint_a_real_divergence_does_not(
+        cluster, inventory_path, two_namespaces, tmp_path):
+    # Each host its own namespace and its own variables (deploy ids differ): the default checkpoint compares the
+    # version and the artifact's sha256, the same on every cluster by design, so every redeploy passes it.
+    inventory = _one_server_inventory(inventory_path, tmp_path / "inventory.yml", two_namespaces)
+    for host, replicas in (("team-a", "1"), ("team-b", "2")):
+        _set_host_var(inventory, host, "deploy_variables", {"REPLICAS": replicas, "GREETING": "hello " + host})
+
+    def deploy(version, limit=None):
+        extra = _vars(tmp_path, "unused", version)
+        del extra["deploy_variables"]  # each host's own
+        return run_playbook("deploy", inventory, extra, tmp_path, limit=limit)
+
+    for attempt in range(3):  # the first deploy, then two redeploys with the defaults
+        run = deploy("1.0.0")
+        assert run.rc == 0, (attempt, run.explain())
+        assert {e["status"] for e in run.summary.values()} == {"deployed"}, (attempt, run.summary)
+    for host, namespace, replicas in (("team-a", two_namespaces[0], 1), ("team-b", two_namespaces[1], 2)):
+        assert cluster.get("apps/v1", "Deployment", namespace, "shop")["spec"]["replicas"] == replicas, host
+    # the deploy ids in service differ: a checkpoint that compared them would refuse this fleet
+    locators = [cm["data"] for ns in two_namespaces for cm in labelled_history(cluster, ns, "shop")
+                if cm["metadata"]["labels"]["manent.io/history"] == HISTORY_LOCATOR]
+    assert len({data["deployment"] for data in locators}) == 2, locators
+    assert {data["artifactSha256"] for data in locators} == {_vars(tmp_path, "unused")["deploy_artifact"]["sha256"]}
+
+    # A real divergence: team-b moves to 2.0.0 alone, then the whole fleet is refused before any change.
+    assert deploy("2.0.0", limit="team-b").rc == 0
+    before = {ns: cluster.get("v1", "ConfigMap", ns, "shop-config")["metadata"]["resourceVersion"]
+              for ns in two_namespaces}
+    run = deploy("3.0.0")
+    assert run.rc != 0, run.explain()
+    assert "the targeted clusters run different releases of shop" in run.output, run.explain()
+    table = [line.strip(' ",').split() for line in run.output.splitlines()]
+    rows = {row[0]: row[2:] for row in table if row and row[0] in ("1.0.0", "2.0.0") and len(row) > 3}
+    assert rows == {"1.0.0": ["1", "team-a"], "2.0.0": ["1", "team-b"]}, run.explain()
+    assert "Deploy | Apply" not in run.output, run.explain()
+    assert {ns: cluster.get("v1", "ConfigMap", ns, "shop-config")["metadata"]["resourceVersion"]
+            for ns in two_namespaces} == before
 
 
 @pytest.mark.integration

@@ -100,14 +100,29 @@ HOSTVARS = {
 }
 
 
-def test_checkpoint_lines():
-    assert manent_checkpoint_lines(["eu1a", "us1a", "new1"], HOSTVARS, "region") == [
-        "host  region  version in service  deployment",
-        "eu1a  eu-1    2.0.0               d2",
-        "us1a  us-1    (none)              -",
-        "new1  -       (none)              -",
+def test_checkpoint_lines_group_the_clusters_by_release_in_service():
+    assert manent_checkpoint_lines(["eu1a", "us1a", "new1"], HOSTVARS, ["version", "deployment"]) == [
+        "version in service  deployment  clusters  hosts",
+        "2.0.0               d2          1         eu1a",
+        "(none)              -           2         us1a, new1",
     ]
-    assert manent_checkpoint_lines(["eu1a"], HOSTVARS, "az")[1] == "eu1a  eu-1a  2.0.0               d2"
+
+
+def test_checkpoint_lines_of_a_fleet_are_host_ranges_and_show_the_namespaces_only_when_they_differ():
+    digest = "ab" * 32
+    hostvars = {"c%03d" % n: {"_deploy_checkpoint_release": {"version": "2.0.0" if n <= 10 else "1.0.0",
+                                                             "artifact": digest}} for n in range(1, 100)}
+    hostvars["c100"] = {"_deploy_checkpoint_release": None}
+    hosts = sorted(hostvars)
+    assert manent_checkpoint_lines(hosts, hostvars, ["version", "artifact"], namespace="shop") == [
+        "version in service  artifact sha256  clusters  hosts",
+        "2.0.0               abababababab     10        c001..c010",
+        "1.0.0               abababababab     89        c011..c099",
+        "(none)              -                1         c100",
+    ]
+    hostvars["c100"]["deploy_namespace"] = "shop-b"
+    assert manent_checkpoint_lines(hosts, hostvars, ["version"], namespace="shop")[-1] == \
+        "(none)              shop-b     1         c100"
 
 
 def test_history_lines():
@@ -192,11 +207,10 @@ def test_checkpoint_reads_the_release_in_service_from_a_dotted_field():
     rendered = {"eu1a": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": release}}),
                 "eu1b": MappingProxyType({"region": "eu-1", "__deploy_render": {"in_service": None}}),
                 "us1a": MappingProxyType({"region": "us-1"})}
-    assert manent_checkpoint_lines(["eu1a", "eu1b", "us1a"], rendered, "region", "__deploy_render.in_service") == [
-        "host  region  version in service  deployment",
-        "eu1a  eu-1    2.0.0               d2",
-        "eu1b  eu-1    (none)              -",
-        "us1a  us-1    (none)              -",
+    assert manent_checkpoint_lines(["eu1a", "eu1b", "us1a"], rendered, ["version"], "__deploy_render.in_service") == [
+        "version in service  clusters  hosts",
+        "2.0.0               1         eu1a",
+        "(none)              2         eu1b, us1a",
     ]
 
 
@@ -209,3 +223,20 @@ def test_checkpoint_keys_are_the_distinct_releases_in_service():
     assert manent_checkpoint_keys(["a", "e"], hostvars, ["version"], "r.in_service") == ["1"]
     assert manent_checkpoint_keys(["a", "e"], hostvars, ["version", "deployment"], "r.in_service") == ["1 / x", "1 / y"]
     assert manent_checkpoint_keys(["us1a", "eu1a"], HOSTVARS, ["version"]) == ["2.0.0"]  # _deploy_checkpoint_release
+
+
+def test_the_checkpoint_compares_the_artifact_only_where_every_release_records_it():
+    def fleet(*releases):
+        return {"h%d" % n: {"r": {"in_service": release}} for n, release in enumerate(releases)}
+
+    same = fleet({"version": "1", "artifact": "aa", "deployment": "x"}, {"version": "1", "artifact": "aa",
+                                                                         "deployment": "y"})
+    assert manent_checkpoint_keys(list(same), same, ["version", "artifact"], "r.in_service") == ["1 / aa"]
+    rebuilt = fleet({"version": "1", "artifact": "aa"}, {"version": "1", "artifact": "bb"})
+    assert manent_checkpoint_keys(list(rebuilt), rebuilt, ["version", "artifact"], "r.in_service") == ["1 / aa",
+                                                                                                       "1 / bb"]
+    # a release put in service before the artifact was recorded: compared on the version alone
+    older = fleet({"version": "1", "artifact": "aa"}, {"version": "1", "artifact": ""})
+    assert manent_checkpoint_keys(list(older), older, ["version", "artifact"], "r.in_service") == ["1"]
+    behind = fleet({"version": "2", "artifact": "aa"}, {"version": "1"})
+    assert manent_checkpoint_keys(list(behind), behind, ["version", "artifact"], "r.in_service") == ["2", "1"]

@@ -422,8 +422,9 @@ def test_every_status_is_accepted(status):
 
 
 def test_locator_round_trip():
-    current = {"version": "1.4.0", "deployment": "deploy-42", "record": record_name(SHOP, "1.4.0"),
-               "slot": "b", "replaced": "1.3.0", "replacedRecord": record_name(SHOP, "1.3.0")}
+    current = {"version": "1.4.0", "deployment": "deploy-42", "artifactSha256": "ab" * 32,
+               "record": record_name(SHOP, "1.4.0"), "slot": "b", "replaced": "1.3.0",
+               "replacedRecord": record_name(SHOP, "1.3.0")}
     cm = encode_locator(SHOP, "shop-prod", current, now=T0)
     assert cm["metadata"] == {"name": "manent-untenanted-shop-shop-api-prod-29195a97", "namespace": "shop-prod",
                               "labels": history_labels(SHOP, "locator")}
@@ -432,6 +433,9 @@ def test_locator_round_trip():
     assert cm["data"] == dict(current, updated="2024-05-01T12:00:00Z", lockHolder="", lockSince="", lockExpires="",
                               **traffic)
     assert decode_locator(cm) == cm["data"]
+    # a locator written before the artifact's sha256 was recorded reads it as ''
+    del cm["data"]["artifactSha256"]
+    assert decode_locator(cm)["artifactSha256"] == ""
 
 
 def test_locator_updated_is_kept_without_now():

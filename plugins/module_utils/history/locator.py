@@ -61,14 +61,15 @@ class Locator:
                     and locator_format.decode_locator(cm).get("lockHolder") == self.holder)
 
     def in_service(self, data=None):
-        """version, deployment, slot and record of the release in service, or None when there is none; from
-        locator ``data`` (as :meth:`read` returns it) when given, else read now."""
+        """version, deployment, artifact (its sha256; "" when put in service by a collection that did not record
+        it), slot and record of the release in service, or None when there is none; from locator ``data`` (as
+        :meth:`read` returns it) when given, else read now."""
         data = self.read() if data is None else data
         if not data or not data["version"]:
             return None
         record = data["record"] or naming.record_name(self.client.key, data["version"])
-        return {"version": data["version"], "deployment": data["deployment"], "slot": data["slot"],
-                "record": record}
+        return {"version": data["version"], "deployment": data["deployment"], "artifact": data["artifactSha256"],
+                "slot": data["slot"], "record": record}
 
     def _with_data(self, cm, data):
         """Copy of ``cm`` with locator ``data`` and the history labels (everything else as read)."""

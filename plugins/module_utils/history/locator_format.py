@@ -21,8 +21,9 @@ LOCK_FIELDS = ("lockHolder", "lockSince", "lockExpires")
 # release in service was promoted, and the replaced release once its slot was retired.
 TRAFFIC_FIELDS = ("candidate", "candidateDeployment", "candidateRecord", "candidateSlot", "weight", "promoted",
                   "retired")
-LOCATOR_FIELDS = ("version", "deployment", "record", "slot", "replaced", "replacedRecord", "updated") + \
-    TRAFFIC_FIELDS + LOCK_FIELDS
+# The release in service: version, deploy id, the sha256 of its artifact, its record, slot, the release it replaced.
+LOCATOR_FIELDS = ("version", "deployment", "artifactSha256", "record", "slot", "replaced", "replacedRecord",
+                  "updated") + TRAFFIC_FIELDS + LOCK_FIELDS
 
 LOCK_TTL_SECONDS = 900
 LOCK_FREE = "free"

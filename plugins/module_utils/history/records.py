@@ -140,13 +140,14 @@ class Records:
         if record is None:
             raise HistoryError("cannot promote version %s: its record does not exist" % release.version,
                                subject=self.client.subject(name), hint="save the record before applying the release")
-        slot = record_format.record_meta(record)["slot"]
+        meta = record_format.record_meta(record)
+        slot = meta["slot"]
         replaced = "" if replaced_version is None else str(replaced_version)
         replaced_record = naming.record_name(self.client.key, replaced) if replaced else ""
 
         def point(data):
             data.update(version=str(release.version), deployment=str(release.deployment or ""), record=name,
-                        slot=slot, replaced=replaced, replacedRecord=replaced_record, retired="",
+                        artifactSha256=meta["artifactSha256"], slot=slot, replaced=replaced, replacedRecord=replaced_record, retired="",
                         promoted=times.format_time(self.client.now()) if slot else "")
             if data["candidate"] == str(release.version) or not slot:
                 data.update({field: "" for field in locator_format.TRAFFIC_FIELDS
