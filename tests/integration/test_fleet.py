@@ -117,7 +117,9 @@ def test_clusters_that_differ_by_their_variables_pass_the_checkpoint_a_real_dive
     assert "the targeted clusters run different releases of shop" in run.output, run.explain()
     table = [line.strip(' ",').split() for line in run.output.splitlines()]
     rows = {row[0]: row[2:] for row in table if row and row[0] in ("1.0.0", "2.0.0") and len(row) > 3}
-    assert rows == {"1.0.0": ["1", "team-a"], "2.0.0": ["1", "team-b"]}, run.explain()
+    # the namespaces differ: each release's line names its own
+    assert rows == {"1.0.0": [two_namespaces[0], "1", "team-a"], "2.0.0": [two_namespaces[1], "1", "team-b"]}, \
+        run.explain()
     assert "Deploy | Apply" not in run.output, run.explain()
     assert {ns: cluster.get("v1", "ConfigMap", ns, "shop-config")["metadata"]["resourceVersion"]
             for ns in two_namespaces} == before

@@ -300,8 +300,8 @@ def test_checkpoint_stops_when_a_cluster_cannot_be_read(clusters, inventory_path
     assert run.rc != 0, run.explain()
     assert "the history of us1a could not be read" in run.output, run.explain()
     assert "nothing was changed" in run.output
-    rows = [line.strip(' ",').split()[:2] for line in run.output.splitlines()]
-    assert ["eu1a", "eu-1"] in rows and ["eu1b", "eu-1"] in rows, run.explain()
+    rows = [line.strip(' ",').split() for line in run.output.splitlines()]
+    assert ["(none)", "-", "2", "eu1a,", "eu1b"] in rows, run.explain()  # the clusters read, nothing in service
     for c in clusters:
         if c.name != "us1a":
             assert resource_versions(c, ns) == {}, c.name
