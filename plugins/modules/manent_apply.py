@@ -41,6 +41,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.option_names
 attributes:
   check_mode:
     support: full

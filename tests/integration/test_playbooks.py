@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from tests.helpers import helm_binary
+from tests.helpers import chart_path, helm_binary
 from tests.integration.playbook_helpers import (
     PAUSE, ROOT, SHOP, artifact, base_vars, deployment_ready, labelled_history, resource_versions, run_playbook,
     secret_values, sha256, shop_vars, vault_encrypt, write_inventory, write_manifest)
@@ -99,6 +99,8 @@ def entry_point_variables(entry):
         name = todo.pop()
         if name not in seen:
             seen.add(name)
+            if name.startswith("_deploy_option_names"):
+                continue  # the variables' names, for messages (tasks/option_names.py): not read
             todo.extend(found for text in _texts(internal.get(name)) for found in VARIABLE.findall(text))
     return {name for name in seen if name.startswith("deploy_")}
 
@@ -495,3 +497,35 @@ def test_demo_deploys_both_samples_wave_by_wave_then_rolls_back(clusters, invent
                    == "record"}
         assert records == {"1.0.0": "deployed", "1.1.0": "rolled-back"}, records
     assert "1.0.0 deployed, 1.1.0 rolled-back" in run.output or "1.1.0 rolled-back" in run.output
+
+
+# --------------------------------------------------------------------------- what a new user meets
+
+
+@pytest.mark.integration
+def test_a_missing_helm_is_named_by_its_role_variable_once(clusters, inventory_path, namespaces, tmp_path):
+    """A chart with deploy_helm_command naming no binary: the error names deploy_helm_command (not the module's
+    helm_command), the role's own output says it once (the summary: the failed rendering reports it, the final
+    failure points to the summary instead of repeating it), and nothing is written to the cluster."""
+    ns = namespaces
+    missing = str(tmp_path / "bin" / "helm")
+    chart = chart_path("manent-sample-0.1.0.tgz")
+    extra = base_vars(tmp_path, ns, deploy_application="sample", deploy_artifact=artifact("manent-sample", "0.1.0", chart),
+                      deploy_helm_release="sample", deploy_helm_command=missing)
+    run = run_playbook("deploy", inventory_path, extra, tmp_path, limit="eu1a")
+
+    assert run.rc != 0, run.explain()
+    message = "deploy_helm_command: helm binary %s not found" % missing
+    assert message in run.summary["eu1a"]["message"], run.summary
+    assert not re.search(r"(?<!deploy_)helm_command: ", run.output), run.explain()  # the module's name never shown
+    summary = run.output.split("TASK [manent.kubernetes.deploy : Summary | Per-cluster summary]")[1].split("\nTASK [")[0]
+    assert summary.count(message) == 1, run.explain()
+    outcome = run.output.split("TASK [manent.kubernetes.deploy : Outcome | Fail when this cluster failed]")[1]
+    assert message not in outcome and "failed: the error is in the summary above" in outcome, run.explain()
+    # before the summary, only the failed rendering reports it (ansible-core 2.19+ shows a failed task's message
+    # twice: its error and its result)
+    before = run.output.split("TASK [manent.kubernetes.deploy : Summary |")[0]
+    assert 1 <= before.count(message) <= 2, run.explain()
+    by_name = _by_name(clusters)
+    assert resource_versions(by_name["eu1a"], ns) == {}, "something was written"
+    assert labelled_history(by_name["eu1a"], ns, "sample") == []
