@@ -173,7 +173,10 @@ def test_example_inventory_has_region_and_az_groups():
     ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP + ".missing",
                           "sha256": sha256(SHOP)}},
      SHOP + ".missing: is not a file on the controller"),
-], ids=["type", "choice", "preflight", "concurrency", "sha-format", "sha-mismatch", "missing-file"])
+    # digits only, unquoted in YAML (here a JSON number): read as a number, which the message says
+    ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": 1234}},
+     "deploy_artifact.sha256: was read by YAML as the number 1234, not as text"),
+], ids=["type", "choice", "preflight", "concurrency", "sha-format", "sha-mismatch", "missing-file", "sha-number"])
 def test_bad_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path, overrides, expected):
     extra = shop_vars(tmp_path, "never-created-ns", "1.0.0", "hello")
     extra.update(overrides)

@@ -720,7 +720,7 @@ def test_sha256_of_the_real_helm(helm):
 
 @pytest.mark.parametrize("sha256", ["abc", "g" * 64, "sha512:" + "0" * 64])
 def test_sha256_setting_must_be_hex(helm, sha256):
-    with pytest.raises(InputError, match="must be 64 hexadecimal digits"):
+    with pytest.raises(InputError, match="must be the 64 hex digits of the helm binary's SHA-256, got"):
         render(HelmOptions(command=helm.command, sha256=sha256))
 
 

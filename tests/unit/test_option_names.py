@@ -14,7 +14,9 @@ import types
 import pytest
 import yaml
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import digest_problem
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError, RenderError
+from ansible_collections.manent.kubernetes.plugins.module_utils.render import artifact
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions, verify_binary
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import (
     apply_task, common as mc, history_task, render_task, traffic_task)
@@ -176,6 +178,22 @@ def test_every_option_the_role_feeds_from_a_variable_is_named():
     assert {"helm_command", "wait_timeout", "namespace", "keep_releases", "percent"} <= seen
     connection = _role_vars()["_deploy_connection"]
     assert "'option_names': _deploy_option_names" in connection
+
+
+# --- sha256 read as a number ------------------------------------------------------------------------
+
+def test_a_digest_that_yaml_read_as_a_number_says_so():
+    assert "was read by YAML as the number 83" in digest_problem(0o123)
+    assert "quote it" in digest_problem(123)
+    assert digest_problem(int("7" * 64)) == ""  # 64 digits: the digest as written
+    assert digest_problem("a" * 64) == ""
+    assert digest_problem("abc") == "must be the 64 hex digits of the artifact's SHA-256 (sha256sum FILE)"
+    assert digest_problem("sha256:" + "a" * 64) == "" and digest_problem("sha256:" + "a" * 64, prefix=False)
+    with pytest.raises(InputError, match="sha256: was read by YAML as the number 12345, not as text"):
+        artifact.normalize_sha256(12345)
+    assert artifact.normalize_sha256(int("7" * 64)) == "7" * 64
+    with pytest.raises(InputError, match="helm_sha256: was read by YAML as the number 12, not as text"):
+        verify_binary(HelmOptions(command="/bin/sh", sha256=12))
 
 
 def test_interrupted_and_unnamed_errors_keep_their_message():

@@ -35,7 +35,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import SHA256_HEX, bare_sha256, sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import bare_sha256, digest_problem, sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import format_duration, parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.lifecycle import (
@@ -120,11 +120,11 @@ def _resolve_binary(command):
 
 
 def _expected_sha256(value):
-    text = bare_sha256(str(value))
-    if not SHA256_HEX.fullmatch(text):
-        raise InputError("must be 64 hexadecimal digits, got %r" % (value,), subject="helm_sha256",
+    problem = digest_problem(value, "the helm binary's SHA-256")
+    if problem:
+        raise InputError("%s, got %r" % (problem, value) if isinstance(value, str) else problem, subject="helm_sha256",
                          hint="set it to the sha256 of the helm binary (sha256sum $(command -v helm))")
-    return text
+    return bare_sha256(str(value))
 
 
 # --- running helm -------------------------------------------------------------------------------
