@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 
 import pytest
 import yaml
@@ -532,3 +533,35 @@ def test_a_missing_helm_is_named_by_its_role_variable_once(clusters, inventory_p
     by_name = _by_name(clusters)
     assert resource_versions(by_name["eu1a"], ns) == {}, "something was written"
     assert labelled_history(by_name["eu1a"], ns, "sample") == []
+
+
+@pytest.mark.integration
+def test_the_object_count_is_the_same_on_the_first_deploy_that_creates_the_namespace(clusters, tmp_path,
+                                                                                        inventory_path):
+    """deploy_create_namespace: the first deploy creates the release namespace; the summary counts the release's
+    objects on both runs alike, and says what the first one added."""
+    ns = "t-" + uuid.uuid4().hex[:10]
+    eu1a = _by_name(clusters)["eu1a"]
+    extra = shop_vars(tmp_path, ns, "1.0.0", "hello", replicas="1", deploy_create_namespace=True)
+    try:
+        first = run_playbook("deploy", inventory_path, extra, tmp_path, limit="eu1a")
+        assert first.rc == 0, first.explain()
+        one = first.summary["eu1a"]  # read now: the next run writes the same summary file
+        second = run_playbook("deploy", inventory_path, dict(extra, deploy_variables={"REPLICAS": "1",
+                                                                                       "GREETING": "again"}),
+                              tmp_path, limit="eu1a")
+        assert second.rc == 0, second.explain()
+        two = second.summary["eu1a"]
+    finally:
+        eu1a.delete_namespace(ns)
+    assert one["details"]["objects"] == two["details"]["objects"] == len(app_objects_of_shop()), (one, two)
+    assert one["details"]["namespace_created"] == ns and not two["details"]["namespace_created"]
+    assert one["counts"].get("created") == one["details"]["objects"] + 1, one
+    note = "eu1a: namespace %s created (deploy_create_namespace), counted in changes, not in objects" % ns
+    assert note in first.output and note not in second.output, first.explain()
+
+
+def app_objects_of_shop():
+    """The objects of examples/artifacts/shop.yaml."""
+    with open(SHOP, encoding="utf-8") as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc]
