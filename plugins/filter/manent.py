@@ -137,7 +137,17 @@ def manent_summary_lines(summary, group_over=GROUP_OVER):
             notes.append("%s: %s" % (host, note))
         if _int(result.get("objects_skipped", 0)) > 0:
             notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
+        if _namespace_created(result):
+            notes.append("%s: %s" % (host, _namespace_created(result)))
     return _lines(rows, notes)
+
+
+def _namespace_created(result):
+    """The note of a deploy that created its release namespace (create_namespace): that write is in the changes,
+    not in the objects, which count the release's own objects on every run."""
+    namespace = _mapping(result.get("details")).get("namespace_created")
+    return ("namespace %s created (deploy_create_namespace), counted in changes, not in objects" % namespace
+            if namespace else "")
 
 
 def manent_summary_groups(summary):
@@ -153,6 +163,8 @@ def manent_summary_groups(summary):
             messages.setdefault(str(note), []).append(host)
         if _int(result.get("objects_skipped", 0)) > 0:
             skipped.setdefault(str(result["objects_skipped"]), []).append(host)
+        if _namespace_created(result):
+            messages.setdefault(_namespace_created(result), []).append(host)
     order = sorted(groups, key=lambda key: key[0] != "failed")  # stable: otherwise in order of first appearance
     rows = [["clusters"] + SUMMARY_HEADER[1:] + ["hosts"]]
     for key in order:

@@ -24,10 +24,10 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import Undefined
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import digest_problem
 
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DEFAULT_PORT = 6443
 
 
@@ -78,6 +78,10 @@ def _artifact(v):
     artifact = v.get("artifact")
     kind = artifact.get("type", "kubernetes") if isinstance(artifact, Mapping) else "kubernetes"
     shown = artifact.get("type", "") if isinstance(artifact, Mapping) else ""
+    # the digest as YAML read it (a number, when it was digits only and unquoted), else as the role wrote it
+    written = artifact.get("sha256") if isinstance(artifact, Mapping) else None
+    sha256_problem = digest_problem(written if isinstance(written, (int, float)) else _text(v.get("sha256")),
+                                    prefix=False)
     return [
         ("deploy_artifact", isinstance(artifact, Mapping) and len(artifact) > 0,
          "is not set; give {type: kubernetes, name, version, source, sha256}"),
@@ -86,8 +90,7 @@ def _artifact(v):
         ("deploy_artifact.name", bool(_text(v.get("artifact_name"))), "is empty"),
         ("deploy_artifact.version", bool(_text(v.get("version"))), "is empty"),
         ("deploy_artifact.source", bool(_text(v.get("source"))), "is empty; give a URL or a path on the controller"),
-        ("deploy_artifact.sha256", bool(SHA256.match(_text(v.get("sha256")))),
-         "must be the 64 hex digits of the artifact's SHA-256 (sha256sum FILE)"),
+        ("deploy_artifact.sha256", not sha256_problem, sha256_problem),
     ]
 
 

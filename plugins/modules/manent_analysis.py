@@ -34,6 +34,8 @@ description:
   - O(mode=preflight) sends every query once and decides nothing; it fails when Prometheus refuses a query
     (C(bad_data), a string result) or cannot be reached. Run it before the first weight change.
   - The rules in full, and a worked example, are in the collection's C(docs/analysis.md).
+extends_documentation_fragment:
+  - manent.kubernetes.option_names
 author:
   - manent developers (@manent-io)
 attributes:

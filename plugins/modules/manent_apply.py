@@ -41,6 +41,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.option_names
 attributes:
   check_mode:
     support: full
@@ -154,7 +155,8 @@ details:
       type: str
     objects:
       description: Objects of the release applied (or dry-run), each counted once; objects deleted by prune, or
-        skipped, are not counted.
+        skipped, are not counted, nor the release namespace that O(create_namespace) created (RV(details.namespace_created)),
+        so that a first deploy counts what the next one does.
       type: int
     release:
       description:
@@ -185,6 +187,10 @@ details:
       type: str
     slot:
       description: The traffic slot (C(a) or C(b)) of a traffic rollout, else empty.
+      type: str
+    namespace_created:
+      description: The release namespace when this deploy created it (O(create_namespace)), else empty; its creation
+        is in RV(changes) and RV(counts), not in RV(details.objects).
       type: str
 stages:
   description: The lifecycle stages run, in order (C(pre-upgrade), C(upgrade), C(post-upgrade), ...), each with

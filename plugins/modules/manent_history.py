@@ -35,6 +35,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.option_names
   - manent.kubernetes.release
 attributes:
   check_mode:

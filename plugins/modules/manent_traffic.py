@@ -37,6 +37,7 @@ author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.option_names
   - manent.kubernetes.release
 attributes:
   check_mode:

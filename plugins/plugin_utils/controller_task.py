@@ -14,6 +14,8 @@ from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
+    error_message, names_of, validation_message)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import progress
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import Interrupted, ManentError
@@ -57,12 +59,13 @@ def run(action, task_vars, name, argument_spec, task):
     """Validate the task's arguments against ``argument_spec`` and return ``task(params, check_mode, diff,
     on_progress)``, a result dict; a ManentError becomes a failed result with the partial result it carries, and
     so does a stop of the run (SIGTERM, SIGINT: Interrupted), after which the worker ends (stopping.py).
+    An error about an option names it as the task's ``option_names`` say (tasks/option_names.py).
     Progress lines name the module (``name``) and the host. With ``insecure_skip_tls_verify`` the result warns,
     whether the task succeeded or failed, as the module would."""
     result = {}
     validation = ArgumentSpecValidator(argument_spec).validate(action._task.args)
     if validation.error_messages:
-        result.update(failed=True, msg="; ".join(validation.error_messages))
+        result.update(failed=True, msg=validation_message(validation.error_messages, names_of(action._task.args)))
         return result
     host = task_vars.get("inventory_hostname", "") if task_vars else ""
 
@@ -87,7 +90,7 @@ def run(action, task_vars, name, argument_spec, task):
                 warnings.extend(out.pop("warnings", None) or [])
                 result.update(out)
                 result["changed"] = partial.changed
-            result.update(failed=True, msg=str(exc))
+            result.update(failed=True, msg=error_message(exc, names_of(validation.validated_parameters)))
         else:
             warnings.extend(out.pop("warnings", None) or [])
             result.update(out)

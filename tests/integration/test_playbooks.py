@@ -12,11 +12,12 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 
 import pytest
 import yaml
 
-from tests.helpers import helm_binary
+from tests.helpers import chart_path, helm_binary
 from tests.integration.playbook_helpers import (
     PAUSE, ROOT, SHOP, artifact, base_vars, deployment_ready, labelled_history, resource_versions, run_playbook,
     secret_values, sha256, shop_vars, vault_encrypt, write_inventory, write_manifest)
@@ -99,6 +100,8 @@ def entry_point_variables(entry):
         name = todo.pop()
         if name not in seen:
             seen.add(name)
+            if name.startswith("_deploy_option_names"):
+                continue  # the variables' names, for messages (tasks/option_names.py): not read
             todo.extend(found for text in _texts(internal.get(name)) for found in VARIABLE.findall(text))
     return {name for name in seen if name.startswith("deploy_")}
 
@@ -171,7 +174,10 @@ def test_example_inventory_has_region_and_az_groups():
     ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP + ".missing",
                           "sha256": sha256(SHOP)}},
      SHOP + ".missing: is not a file on the controller"),
-], ids=["type", "choice", "preflight", "concurrency", "sha-format", "sha-mismatch", "missing-file"])
+    # digits only, unquoted in YAML (here a JSON number): read as a number, which the message says
+    ({"deploy_artifact": {"type": "kubernetes", "name": "shop", "version": "1", "source": SHOP, "sha256": 1234}},
+     "deploy_artifact.sha256: was read by YAML as the number 1234, not as text"),
+], ids=["type", "choice", "preflight", "concurrency", "sha-format", "sha-mismatch", "missing-file", "sha-number"])
 def test_bad_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path, overrides, expected):
     extra = shop_vars(tmp_path, "never-created-ns", "1.0.0", "hello")
     extra.update(overrides)
@@ -496,3 +502,67 @@ def test_demo_deploys_both_samples_wave_by_wave_then_rolls_back(clusters, invent
                    == "record"}
         assert records == {"1.0.0": "deployed", "1.1.0": "rolled-back"}, records
     assert "1.0.0 deployed, 1.1.0 rolled-back" in run.output or "1.1.0 rolled-back" in run.output
+
+
+# --------------------------------------------------------------------------- what a new user meets
+
+
+@pytest.mark.integration
+def test_a_missing_helm_is_named_by_its_role_variable_once(clusters, inventory_path, namespaces, tmp_path):
+    """A chart with deploy_helm_command naming no binary: the error names deploy_helm_command (not the module's
+    helm_command), the role's own output says it once (the summary: the failed rendering reports it, the final
+    failure points to the summary instead of repeating it), and nothing is written to the cluster."""
+    ns = namespaces
+    missing = str(tmp_path / "bin" / "helm")
+    chart = chart_path("manent-sample-0.1.0.tgz")
+    extra = base_vars(tmp_path, ns, deploy_application="sample", deploy_artifact=artifact("manent-sample", "0.1.0", chart),
+                      deploy_helm_release="sample", deploy_helm_command=missing)
+    run = run_playbook("deploy", inventory_path, extra, tmp_path, limit="eu1a")
+
+    assert run.rc != 0, run.explain()
+    message = "deploy_helm_command: helm binary %s not found" % missing
+    assert message in run.summary["eu1a"]["message"], run.summary
+    assert not re.search(r"(?<!deploy_)helm_command: ", run.output), run.explain()  # the module's name never shown
+    summary = run.output.split("TASK [manent.kubernetes.deploy : Summary | Per-cluster summary]")[1].split("\nTASK [")[0]
+    assert summary.count(message) == 1, run.explain()
+    outcome = run.output.split("TASK [manent.kubernetes.deploy : Outcome | Fail when this cluster failed]")[1]
+    assert message not in outcome and "failed: the error is in the summary above" in outcome, run.explain()
+    # before the summary, only the failed rendering reports it (ansible-core 2.19+ shows a failed task's message
+    # twice: its error and its result)
+    before = run.output.split("TASK [manent.kubernetes.deploy : Summary |")[0]
+    assert 1 <= before.count(message) <= 2, run.explain()
+    by_name = _by_name(clusters)
+    assert resource_versions(by_name["eu1a"], ns) == {}, "something was written"
+    assert labelled_history(by_name["eu1a"], ns, "sample") == []
+
+
+@pytest.mark.integration
+def test_the_object_count_is_the_same_on_the_first_deploy_that_creates_the_namespace(clusters, tmp_path,
+                                                                                        inventory_path):
+    """deploy_create_namespace: the first deploy creates the release namespace; the summary counts the release's
+    objects on both runs alike, and says what the first one added."""
+    ns = "t-" + uuid.uuid4().hex[:10]
+    eu1a = _by_name(clusters)["eu1a"]
+    extra = shop_vars(tmp_path, ns, "1.0.0", "hello", replicas="1", deploy_create_namespace=True)
+    try:
+        first = run_playbook("deploy", inventory_path, extra, tmp_path, limit="eu1a")
+        assert first.rc == 0, first.explain()
+        one = first.summary["eu1a"]  # read now: the next run writes the same summary file
+        second = run_playbook("deploy", inventory_path, dict(extra, deploy_variables={"REPLICAS": "1",
+                                                                                       "GREETING": "again"}),
+                              tmp_path, limit="eu1a")
+        assert second.rc == 0, second.explain()
+        two = second.summary["eu1a"]
+    finally:
+        eu1a.delete_namespace(ns)
+    assert one["details"]["objects"] == two["details"]["objects"] == len(app_objects_of_shop()), (one, two)
+    assert one["details"]["namespace_created"] == ns and not two["details"]["namespace_created"]
+    assert one["counts"].get("created") == one["details"]["objects"] + 1, one
+    note = "eu1a: namespace %s created (deploy_create_namespace), counted in changes, not in objects" % ns
+    assert note in first.output and note not in second.output, first.explain()
+
+
+def app_objects_of_shop():
+    """The objects of examples/artifacts/shop.yaml."""
+    with open(SHOP, encoding="utf-8") as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc]

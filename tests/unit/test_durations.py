@@ -23,8 +23,8 @@ def test_parse_duration(text, seconds):
                                   -3, float("inf")])
 def test_parse_duration_rejects(text):
     with pytest.raises(InputError, match="invalid duration") as err:
-        parse_duration(text, name="helm.timeout")
-    assert err.value.subject == "helm.timeout"
+        parse_duration(text, name="helm_timeout")
+    assert err.value.subject == "helm_timeout"
     assert "1m30s" in err.value.hint
 
 

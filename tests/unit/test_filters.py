@@ -10,6 +10,9 @@ from types import MappingProxyType
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import (
+    CONFIGURED, CREATED, UNCHANGED, Change)
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
     FilterModule, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
     manent_history_lines, manent_run,
@@ -240,3 +243,28 @@ def test_the_checkpoint_compares_the_artifact_only_where_every_release_records_i
     assert manent_checkpoint_keys(list(older), older, ["version", "artifact"], "r.in_service") == ["1"]
     behind = fleet({"version": "2", "artifact": "aa"}, {"version": "1"})
     assert manent_checkpoint_keys(list(behind), behind, ["version", "artifact"], "r.in_service") == ["2", "1"]
+
+
+def test_the_release_namespace_created_is_a_change_not_an_object():
+    """A first deploy with create_namespace counts the release's own objects, as the next deploy does; the summary
+    says what the first one added."""
+    first = DeployResult(status="deployed", namespace="shop", release="1.0.0", previous="", changes=[
+        Change("Namespace/shop", CREATED), Change("ConfigMap/shop/a", CREATED), Change("Deployment/shop/web", CREATED)],
+        namespace_created="shop")
+    second = DeployResult(status="deployed", namespace="shop", release="1.0.1", previous="1.0.0", changes=[
+        Change("ConfigMap/shop/a", UNCHANGED), Change("Deployment/shop/web", CONFIGURED)])
+    assert first.objects == second.objects == 2
+    assert first.to_dict()["counts"] == {"created": 3}
+    base = {"host": "eu1a"}
+    summary = {"eu1a": manent_cluster_result(first.to_dict(), base), "eu1b": manent_cluster_result(second.to_dict(),
+                                                                                                    base)}
+    lines = manent_summary_lines(summary)
+    assert lines[1].split()[4] == lines[2].split()[4] == "2", lines
+    assert lines[3:] == ["eu1a: namespace shop created (deploy_create_namespace), counted in changes, not in objects"]
+    grouped = manent_summary_lines(summary, group_over=1)
+    assert grouped[-1] == ("eu1a: namespace shop created (deploy_create_namespace), counted in changes, "
+                           "not in objects"), grouped
+    # a Namespace object of the release itself is one of its objects
+    own = DeployResult(status="deployed", namespace="shop", release="1.0.0", previous="",
+                       changes=[Change("Namespace/shop", CREATED), Change("ConfigMap/shop/a", CREATED)])
+    assert own.objects == 2 and not own.to_dict()["details"]["namespace_created"]

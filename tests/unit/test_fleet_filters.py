@@ -44,6 +44,10 @@ def test_preflight_of_good_values_is_empty_with_every_part():
                                      "sha256}"),
     ({"artifact": {"type": "helm"}}, ["artifact"], "deploy_artifact.type: 'helm' is not one of deploy_artifact_types"),
     ({"sha256": "abc"}, ["artifact"], "deploy_artifact.sha256: must be the 64 hex digits"),
+    # digits only and unquoted: YAML reads a number (0123... as octal), the role's string of it is no digest
+    ({"artifact": dict(GOOD["artifact"], sha256=0o123), "sha256": "83"}, ["artifact"],
+     'deploy_artifact.sha256: was read by YAML as the number 83, not as text (a digest of digits only, unquoted, is '
+     'one): quote it, e.g. sha256: "<the 64 hex digits>"'),
     ({"source": ""}, ["artifact"], "deploy_artifact.source: is empty; give a URL or a path on the controller"),
     ({"concurrency": -1}, ["apply"], "deploy_concurrency: must be at least 1, or 0 for manent_apply's default"),
 ])

@@ -342,9 +342,9 @@ DIGESTS = [
     ("artifact without sha256", lambda t: _verify(_plain(t, CM.encode(), "app.yaml"), ""),
      ("app.yaml", "no sha256 given")),
     ("helm binary sha256 mismatch", lambda t: verify_binary(HelmOptions(command=_fake_helm(t), sha256="cd" * 32)),
-     ("helm.sha256", "expected " + "cd" * 32)),
-    ("helm.sha256 that is not hex", lambda t: verify_binary(HelmOptions(command=_fake_helm(t), sha256="nope")),
-     ("helm.sha256", "64 hexadecimal digits")),
+     ("helm_sha256", "expected " + "cd" * 32)),
+    ("helm_sha256 that is not hex", lambda t: verify_binary(HelmOptions(command=_fake_helm(t), sha256="nope")),
+     ("helm_sha256", "64 hex digits")),
 ]
 
 

@@ -40,6 +40,7 @@ class DeployResult:
     host: str = ""
     hooks_skipped: list = field(default_factory=list)
     stages: list = field(default_factory=list)
+    namespace_created: str = ""  # the release namespace that create_namespace created: not an object of the release
 
     @property
     def changed(self):
@@ -48,8 +49,10 @@ class DeployResult:
 
     @property
     def objects(self):
-        """Objects of the release applied (or dry-run), each once: not those pruned, skipped or only deleted."""
-        return len({c.subject for c in self.changes if c.action in APPLIED})
+        """Objects of the release applied (or dry-run), each once: not those pruned, skipped or only deleted, nor the
+        release namespace that create_namespace created (the same count on the first deploy and on the next)."""
+        created = "Namespace/%s" % self.namespace_created if self.namespace_created else None
+        return len({c.subject for c in self.changes if c.action in APPLIED and c.subject != created})
 
     def to_dict(self):
         return {
@@ -60,7 +63,7 @@ class DeployResult:
                 "namespace": self.namespace, "objects": self.objects, "release": self.record,
                 "version": self.release, "previous": self.previous, "pruned": self.pruned,
                 "helm_hooks_skipped": self.hooks_skipped, "objects_skipped": self.objects_skipped,
-                "phase": self.phase, "slot": self.slot,
+                "phase": self.phase, "slot": self.slot, "namespace_created": self.namespace_created,
             },
             "stages": self.stages,
             "changes": [c.to_dict() for c in self.changes],

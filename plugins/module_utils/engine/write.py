@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import HistoryError, Interrupted, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import MANAGED_BY, MANAGER
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import stages
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import change_warnings
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import CREATED, change_warnings
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.plan import ROLLBACK, INSTALL, crd_kinds
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import pods_of, wait_for
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import TIER_NAMESPACES, tier_of
@@ -54,6 +54,9 @@ class Writer:
             ns_objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
                 "name": bundle.namespace, "labels": {MANAGED_BY: MANAGER}}})
         self.applier.apply_tier(ns_objects, changes)
+        if plan.create_ns and any(c.subject == "Namespace/%s" % bundle.namespace and c.action == CREATED
+                                  for c in changes):
+            plan.result.namespace_created = bundle.namespace
         # every object that will be written, dry-run at once: a refusal stops the deploy before history or any
         # other object is written (a half-applied upgrade is what a failed deploy must not leave)
         others = [o for o in plan.selected if tier_of(o) != TIER_NAMESPACES]

@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 import zlib
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import SHA256_HEX, bare_sha256
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import SHA256_HEX, bare_sha256, digest_problem
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ArtifactError, InputError
 
 MANIFEST = "manifest"
@@ -48,8 +48,10 @@ def normalize_sha256(value, field="sha256"):
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise InputError("must be a string of 64 hex digits, got %s" % type(value).__name__, subject=field,
-                         hint="quote the digest in the descriptor")
+        problem = digest_problem(value)
+        if problem:
+            raise InputError(problem, subject=field)
+        value = str(value)
     text = bare_sha256(value)
     if text and not SHA256_HEX.fullmatch(text):
         raise InputError("is not a sha256 digest (64 hex digits): %r" % value, subject=field,

@@ -6,7 +6,7 @@
 helm is used only as a template engine, like Argo CD does: it never talks to a cluster (``lookup``
 answers empty), installs nothing and keeps no release state. Each rendering:
 
-- verifies the helm binary (``helm.sha256``) before running it;
+- verifies the helm binary (``helm_sha256``) before running it;
 - runs helm in a fresh temporary directory with an empty environment (only ``HOME``, the three
   ``HELM_*_HOME`` directories under it and ``PATH=/usr/bin:/bin``): no KUBECONFIG, no repositories,
   no registry credentials and no plugins of the worker are visible to it;
@@ -35,7 +35,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import SHA256_HEX, bare_sha256, sha256_file
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import bare_sha256, digest_problem, sha256_file
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import format_duration, parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, RenderError
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.lifecycle import (
@@ -47,8 +47,10 @@ HOOK_MODES = ("skip", "apply")
 ISOLATED_PATH = "/usr/bin:/bin"
 STDERR_LIMIT = 2048
 MAX_VALUES_FILE = 4 * 1024 * 1024
-INSTALL_HINT = ("helm is needed only to render Helm charts: install helm 3 on the worker "
-                "(https://helm.sh/docs/intro/install/) or point the plugin setting helm.command at it")
+# Errors about the helm options name them as the modules do (helm_command, helm_sha256, helm_timeout; the SPEC's plugin
+# settings helm.command, ...), so that a module's caller can name them as it sets them (tasks/option_names.py).
+INSTALL_HINT = ("helm is needed only to render Helm charts: install helm 3 on the controller "
+                "(https://helm.sh/docs/intro/install/), or set this option to the path of a helm binary")
 
 _API_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 _DOC_START = re.compile(r"---(?:[ \t]|\r?\n|$)")
@@ -90,12 +92,12 @@ def verify_binary(options):
         try:
             actual = sha256_file(path)
         except OSError as err:
-            raise RenderError("cannot read helm binary %s: %s" % (path, err.strerror or err), subject="helm.command",
+            raise RenderError("cannot read helm binary %s: %s" % (path, err.strerror or err), subject="helm_command",
                               hint=INSTALL_HINT) from None
         if actual != expected:
             raise RenderError("helm binary %s has sha256 %s, expected %s" % (path, actual, expected),
-                              subject="helm.sha256",
-                              hint="install the helm release whose checksum is configured, or correct helm.sha256; "
+                              subject="helm_sha256",
+                              hint="install the helm release whose checksum is configured, or correct this option; "
                                    "nothing was rendered")
     return path
 
@@ -105,24 +107,24 @@ def _resolve_binary(command):
     if os.sep in command or "/" in command:
         path = os.path.abspath(os.path.expanduser(command))
         if not os.path.isfile(path):
-            raise RenderError("helm binary %s not found" % path, subject="helm.command", hint=INSTALL_HINT)
+            raise RenderError("helm binary %s not found" % path, subject="helm_command", hint=INSTALL_HINT)
         if not os.access(path, os.X_OK):
-            raise RenderError("helm binary %s is not executable" % path, subject="helm.command",
-                              hint="chmod +x it, or point helm.command at an executable helm")
+            raise RenderError("helm binary %s is not executable" % path, subject="helm_command",
+                              hint="chmod +x it, or set this option to an executable helm")
         return path
     found = shutil.which(command)
     if not found:
         raise RenderError("helm binary %r not found on PATH (%s)" % (command, os.environ.get("PATH", "")),
-                          subject="helm.command", hint=INSTALL_HINT)
+                          subject="helm_command", hint=INSTALL_HINT)
     return os.path.abspath(found)
 
 
 def _expected_sha256(value):
-    text = bare_sha256(str(value))
-    if not SHA256_HEX.fullmatch(text):
-        raise InputError("helm.sha256 must be 64 hexadecimal digits, got %r" % (value,), subject="helm.sha256",
+    problem = digest_problem(value, "the helm binary's SHA-256")
+    if problem:
+        raise InputError("%s, got %r" % (problem, value) if isinstance(value, str) else problem, subject="helm_sha256",
                          hint="set it to the sha256 of the helm binary (sha256sum $(command -v helm))")
-    return text
+    return bare_sha256(str(value))
 
 
 # --- running helm -------------------------------------------------------------------------------
@@ -157,14 +159,14 @@ def run_helm(binary, args, home, timeout):
                 _kill(proc)
                 command = args[0] if args else ""
                 raise RenderError("helm %s did not finish within %s" % (command, format_duration(timeout)),
-                                  subject="helm.timeout",
-                                  hint="raise the plugin setting helm.timeout, or look for a template that loops"
+                                  subject="helm_timeout",
+                                  hint="raise this option, or look for a template that loops"
                                   ) from None
             except BaseException:  # the run was stopped (errors.Interrupted, KeyboardInterrupt): helm stops with it
                 _kill(proc)
                 raise
     except OSError as err:
-        raise RenderError("cannot run helm %s: %s" % (binary, err.strerror or err), subject="helm.command",
+        raise RenderError("cannot run helm %s: %s" % (binary, err.strerror or err), subject="helm_command",
                           hint=INSTALL_HINT) from None
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
@@ -206,9 +208,9 @@ def render_chart(chart_path, release, namespace, kube_version, api_versions, val
     label = os.path.basename(chart.rstrip(os.sep)) or chart
     if not os.path.exists(chart):
         raise InputError("chart %s not found" % chart, subject=label, hint="give the path of a packaged chart (.tgz)")
-    timeout = parse_duration(options.timeout, name="helm.timeout")
+    timeout = parse_duration(options.timeout, name="helm_timeout")
     if timeout <= 0:
-        raise InputError("helm.timeout must be positive", subject="helm.timeout", hint='e.g. "2m"')
+        raise InputError("must be positive", subject="helm_timeout", hint='e.g. "2m"')
     flags = ["--namespace=%s" % (namespace or "default")]
     if kube_version:
         flags.append("--kube-version=%s" % kube_version)

@@ -78,10 +78,11 @@ class RenderOptions:
 
 def validate_identity(key):
     """Release key parts become label values: check them before anything else."""
-    for name in ("application", "artifact", "environment", "tenant"):
+    for name, option in (("application", "application"), ("artifact", "artifact_name"),
+                         ("environment", "environment"), ("tenant", "tenant")):
         value = getattr(key, name)
         if not value or not is_label_value(value):
-            raise InputError("%r is not a valid label value" % (value,), subject=name,
+            raise InputError("%r is not a valid label value" % (value,), subject=option,
                              hint="use at most 63 letters, digits, '-', '_' or '.', starting and ending "
                                   "with a letter or digit")
 

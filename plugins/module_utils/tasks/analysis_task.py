@@ -25,6 +25,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.prometh
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import provider_from_params
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.run import analyze, preflight
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
+    OPTION_NAMES_SPEC, error_message, names_of)
 
 PROVIDER_SPEC = {
     "url": {"type": "str", "required": True},
@@ -83,6 +85,7 @@ ANALYSIS_SPEC = {
     "interval": {"type": "str", "default": "1m"},
     "count": {"type": "int", "default": 5},
     "min_window": {"type": "str", "default": "1m"},
+    **OPTION_NAMES_SPEC,
 }
 
 INSECURE_WARNING = ("TLS verification of Prometheus %s is turned off (provider.insecure_skip_tls_verify): anyone on "
@@ -196,7 +199,7 @@ def module_main(module):
         for warning in partial.pop("warnings", None) or []:
             module.warn(warning)
         partial["changed"] = False
-        module.fail_json(msg=str(exc), **partial)
+        module.fail_json(msg=error_message(exc, names_of(module.params)), **partial)
         return
     for warning in out.pop("warnings", None) or []:
         module.warn(warning)

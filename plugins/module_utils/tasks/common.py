@@ -14,6 +14,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.client impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
+    OPTION_NAMES_SPEC, error_message, names_of)
 
 CONNECTION_SPEC = {
     "api_server": {"type": "str", "required": True},
@@ -39,7 +41,7 @@ RELEASE_SPEC = {
 
 def argument_spec(*specs):
     out = {}
-    for spec in (CONNECTION_SPEC,) + specs:
+    for spec in (CONNECTION_SPEC, OPTION_NAMES_SPEC) + specs:
         out.update(spec)
     return out
 
@@ -142,5 +144,5 @@ def fail(module, exc, **result):
         for warning in result.pop("warnings", None) or []:
             module.warn(warning)
     if isinstance(exc, ManentError):
-        module.fail_json(msg=str(exc), **result)
+        module.fail_json(msg=error_message(exc, names_of(getattr(module, "params", None))), **result)
     module.fail_json(msg="unexpected error: %s" % exc, exception=traceback.format_exc(), **result)
