@@ -3,16 +3,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the deploy role's metric analysis (docs/analysis.md, "In the role"), in Python rather than Jinja.
 
-``result | manent_analysis_short``: a manent_analysis result as the cluster's ``analysis`` entry: verdict, reason,
-the checks in short and, when a check decided a verdict other than Successful, its name and rendered query.
+``result | manent_analysis_short(settings)``: a manent_analysis result as the cluster's ``analysis`` entry: verdict,
+reason, the checks in short and, when a check decided a verdict other than Successful, its name and rendered query;
+with a traffic step's ``settings``, what each verdict does and the ``action`` this one takes (abort or pause).
 ``step | manent_step_analysis(all_steps)``: the analysis settings of one traffic step (``all_steps`` merged with
 the step's own ``analysis``), ``{}`` when the step has none.
 ``steps | manent_traffic_steps(all_steps)``: the steps of a rollout as operations, each with its analysis.
 ``analyses | manent_preflight_checks``: the checks of several analyses, each once, for one preflight.
 ``history | manent_analysis_slots(service)``: the slots and Services of a traffic release as query placeholders.
-``hosts | manent_quorum(hostvars, quorum)``: whether enough clusters of a wave passed their analysis.
-``analysis | manent_step_failure(traffic)``: the message of a traffic step whose analysis did not pass.
-``result | manent_wave_failure(analysis, quorum, on_failure)``: a cluster's result once its wave did not pass.
+``hosts | manent_quorum(hostvars, quorum, settings)``: whether enough clusters of a wave passed their analysis, and
+what a wave that did not pass does (rollback or stop).
+``analysis | manent_step_failure(traffic, host)``: the message of a traffic step whose analysis did not pass.
+``result | manent_wave_failure(analysis, quorum)``: a cluster's result once its wave did not pass.
 ``results | manent_analysis_lines``: one summary note per cluster result with an analysis.
 """
 
@@ -26,14 +28,40 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 
+# What a verdict other than Successful does: (the setting that says it, its default). The wave's on_error and
+# on_inconclusive default to its on_failure (None here): a wave that did not pass is handled alike, whatever the
+# verdict, unless told otherwise. Traffic: an Error aborts (the candidate was not judged, so it goes back to zero),
+# an Inconclusive pauses (the data said nothing against it).
+POLICIES = {"traffic": {"Failed": ("on_failure", "abort"), "Error": ("on_error", "abort"),
+                        "Inconclusive": ("on_inconclusive", "pause")},
+            "wave": {"Failed": ("on_failure", "stop"), "Error": ("on_error", None),
+                     "Inconclusive": ("on_inconclusive", None)}}
+SEVERITY = ("Failed", "Error", "Inconclusive")  # verdict.overall's order
+# What to check before the next operation, after a verdict that left the traffic or the release as it was
+LOOK_AT = {"Failed": "after looking at the failed check", "Error": "after checking Prometheus",
+           "Inconclusive": "after looking at the checks' data"}
+
+
 def _mapping(value):
     return value if isinstance(value, Mapping) else {}
 
 
-def manent_analysis_short(result):
+def policy(settings, verdict, kind):
+    """(setting, action): what ``verdict`` (Failed, Error, Inconclusive; any other is Failed) does under the
+    analysis ``settings`` of ``kind`` (traffic: abort or pause; wave: rollback or stop)."""
+    settings, table = _mapping(settings), POLICIES[kind]
+    setting, default = table.get(verdict, table["Failed"])
+    if default is None:
+        default = settings.get(table["Failed"][0]) or table["Failed"][1]
+    return setting, settings.get(setting) or default
+
+
+def manent_analysis_short(result, settings=None, kind="traffic"):
     """``{verdict, reason, checks: [{name, verdict, reason}]}`` of a manent_analysis result (registered with
     failed_when false), plus ``check`` and ``query`` of the enforced check that decided a verdict other than
-    Successful. A result without a verdict (input refused, Prometheus unreachable) is an Error with its message."""
+    Successful. A result without a verdict (input refused, Prometheus unreachable) is an Error with its message.
+    With the analysis ``settings``: ``on_failure``, ``on_error`` and ``on_inconclusive`` as they apply, and
+    ``action``, what this verdict does ("" for Successful)."""
     result = _mapping(result)
     verdict = str(result.get("verdict") or "Error")
     reason = str(result.get("reason") or result.get("msg") or ("no verdict" if verdict == "Error" else ""))
@@ -47,6 +75,11 @@ def manent_analysis_short(result):
         if deciding:
             out["check"] = str(deciding[0].get("name", ""))
             out["query"] = str(deciding[0].get("rendered_query") or deciding[0].get("query") or "")
+    if settings is not None:
+        for each in SEVERITY:
+            setting, action = policy(settings, each, kind)
+            out[setting] = action
+        out["action"] = policy(settings, verdict, kind)[1] if verdict != "Successful" else ""
     return out
 
 
@@ -131,20 +164,35 @@ def quorum_needed(quorum, total):
     return min(total, max(1, int(math.ceil(share * total - 1e-9)))) if total else 0
 
 
-def manent_quorum(hosts, hostvars, quorum=None):
+def manent_quorum(hosts, hostvars, quorum=None, settings=None):
     """Whether enough clusters of ``hosts`` (a wave) passed: a cluster passed when its ``_deploy_result`` is not
-    failed and its analysis is Successful. ``{ok, passed, failed, needed, total, message}``."""
+    failed and its analysis is Successful. ``{ok, passed, failed, needed, total, message}``, and what a wave that
+    did not pass does under the wave analysis ``settings``: ``verdict`` (the most severe of the clusters that did
+    not pass: Failed, Error, Inconclusive; a failed deploy counts as Failed), ``action`` (rollback when the
+    verdict of any cluster that did not pass says rollback, else stop) and ``policy`` (the setting that decided it,
+    e.g. "on_error rollback")."""
     hosts = [str(host) for host in hosts or []]
-    passed, failed = [], []
+    passed, failed, verdicts = [], [], set()
     for host in hosts:
         result = _mapping(_mapping(hostvars.get(host)).get("_deploy_result"))
         verdict = _mapping(result.get("analysis")).get("verdict")
-        (passed if result.get("status") != "failed" and verdict == "Successful" else failed).append(host)
+        if result.get("status") != "failed" and verdict == "Successful":
+            passed.append(host)
+            continue
+        failed.append(host)
+        verdicts.add(verdict if result.get("status") != "failed" and verdict in SEVERITY else "Failed")
     needed = quorum_needed(quorum, len(hosts))
     ok = len(passed) >= needed
     message = "%d of %d cluster(s) of the wave passed the analysis, %d needed%s" % (
         len(passed), len(hosts), needed, "" if not failed else " (not passed: %s)" % ", ".join(failed))
-    return {"ok": ok, "passed": passed, "failed": failed, "needed": needed, "total": len(hosts), "message": message}
+    out = {"ok": ok, "passed": passed, "failed": failed, "needed": needed, "total": len(hosts), "message": message,
+           "verdict": "", "action": "", "policy": ""}
+    if not ok:
+        ordered = [verdict for verdict in SEVERITY if verdict in verdicts] or ["Failed"]
+        decided = [policy(settings, verdict, "wave") for verdict in ordered]
+        setting, action = next((item for item in decided if item[1] == "rollback"), decided[0])
+        out.update(verdict=ordered[0], action=action, policy="%s %s" % (setting, action))
+    return out
 
 
 def _weights(traffic):
@@ -152,41 +200,50 @@ def _weights(traffic):
     return ", ".join("%s %s" % (slot, weights[slot]) for slot in sorted(weights)) or "unknown"
 
 
-def manent_step_failure(analysis, traffic=None):
+def manent_step_failure(analysis, traffic=None, host="this cluster"):
     """The message of a traffic step whose analysis did not pass: the verdict and reason (the check, its values and
-    condition), the deciding check's rendered query, then what became of the traffic. ``traffic``: the last
-    manent_traffic result (the automatic abort's after a Failed analysis with on_failure abort; it failed when it
-    has a message, as the role tolerates its failure to report it here)."""
+    condition), the deciding check's rendered query, then what became of the traffic on ``host`` as the verdict's
+    setting said (``action``, from manent_analysis_short with the step's settings). ``traffic``: the last
+    manent_traffic result (the automatic abort's after an abort; it failed when it has a message, as the role
+    tolerates its failure to report it here)."""
     analysis, traffic = _mapping(analysis), _mapping(traffic)
     verdict = analysis.get("verdict", "Error")
+    setting, action = policy(analysis, verdict, "traffic")
+    action = analysis.get("action") or action
     text = "analysis of the step to %s %% %s: %s" % (analysis.get("step", "?"), verdict, analysis.get("reason", ""))
     if analysis.get("query"):
         text += "; query: %s" % analysis["query"]
-    if verdict == "Failed" and analysis.get("on_failure", "abort") == "abort":
+    if action == "abort":
         if traffic.get("msg") or traffic.get("failed"):
-            return text + "; the automatic abort FAILED, run operation abort: %s" % traffic.get("msg", "")
-        return text + ("; aborted: all traffic back to the stable slot (weights %s), the candidate scaled to zero"
-                       % _weights(traffic))
-    if verdict == "Failed":
-        return text + "; on_failure pause: the weights stay as the step set them (%s)" % _weights(traffic)
-    return text + "; nothing was changed after the step: the weights stay (%s)" % _weights(traffic)
+            return text + "; the automatic abort (%s abort) FAILED, run operation abort: %s" % (
+                setting, traffic.get("msg", ""))
+        return text + ("; aborted (%s abort): all traffic back to the stable slot (weights %s), the candidate scaled "
+                       "to zero" % (setting, _weights(traffic)))
+    return text + "; weights left at %s on %s (%s pause): run operation abort, or step again, %s" % (
+        _weights(traffic), host or "this cluster", setting, LOOK_AT.get(verdict, LOOK_AT["Error"]))
 
 
-def manent_wave_failure(result, analysis, quorum, on_failure="stop"):
+def manent_wave_failure(result, analysis, quorum):
     """A cluster's result once its wave did not pass: status failed, its analysis, ``rolled_back`` and a message
-    with the wave's count, this cluster's verdict, reason and query, and the rollback's outcome. ``result``: the
-    cluster's result, the rollback's when on_failure is rollback (failed when it failed, or when the deploy had)."""
+    with the wave's count, this cluster's verdict, reason and query, and what became of it as the wave's
+    ``quorum`` (manent_quorum with the settings) says: its ``action`` and ``policy``. ``result``: the cluster's
+    result, the rollback's when the action is rollback (failed when it failed, or when the deploy had)."""
     out, analysis, quorum = dict(_mapping(result)), _mapping(analysis), _mapping(quorum)
-    rolled_back = on_failure == "rollback" and out.get("status") != "failed"
+    action, setting = quorum.get("action") or "stop", quorum.get("policy") or "on_failure stop"
+    rolled_back = action == "rollback" and out.get("status") != "failed"
     parts = ["wave analysis failed: %s" % quorum.get("message", "")]
     if analysis.get("verdict"):
         parts.append("this cluster: analysis %s: %s" % (analysis["verdict"], analysis.get("reason", "")))
     if analysis.get("query"):
         parts.append("query: %s" % analysis["query"])
     if rolled_back:
-        parts.append("rolled back to %s" % (out.get("version") or "the release before"))
-    elif on_failure == "rollback":
+        parts.append("rolled back to %s (%s)" % (out.get("version") or "the release before", setting))
+    elif action == "rollback":
         parts.append("NOT rolled back: %s" % (out.get("message") or "its deploy failed"))
+    elif out.get("status") != "failed":
+        parts.append("%s stays on %s (%s): run playbooks/rollback.yml, or deploy again, %s" % (
+            out.get("host") or "this cluster", out.get("version") or "the new release", setting,
+            LOOK_AT.get(quorum.get("verdict"), LOOK_AT["Failed"])))
     out.update({"status": "failed", "analysis": analysis, "rolled_back": rolled_back, "message": "; ".join(parts)})
     return out
 

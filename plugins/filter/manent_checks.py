@@ -100,8 +100,9 @@ def _apply(v):
 
 
 ANALYSIS_OPTIONS = ("checks", "interval", "count", "min_window")
-ANALYSIS_KEYS = {"traffic": ANALYSIS_OPTIONS + ("on_failure",),
-                 "wave": ANALYSIS_OPTIONS + ("on_failure", "bake", "quorum")}
+ON_VERDICT = ("on_failure", "on_error", "on_inconclusive")  # what a Failed, Error or Inconclusive verdict does
+ANALYSIS_KEYS = {"traffic": ANALYSIS_OPTIONS + ON_VERDICT,
+                 "wave": ANALYSIS_OPTIONS + ON_VERDICT + ("bake", "quorum")}
 ON_FAILURE = {"traffic": ("abort", "pause"), "wave": ("stop", "rollback")}
 QUORUM = re.compile(r"^(all|[1-9][0-9]*|0?[.][0-9]*[1-9][0-9]*|1([.]0*)?|[0-9]+([.][0-9]+)?%)$")
 
@@ -117,9 +118,10 @@ def _analysis_setting(name, value, kind, inherited=None):
     ok = isinstance(checks, list) and len(checks) > 0 and all(
         isinstance(check, Mapping) and _text(check.get("name")) and _text(check.get("query")) for check in checks)
     rules.append(("%s.checks" % name, ok, "must be a list of checks, each with a name and a query"))
-    on_failure = value.get("on_failure", ON_FAILURE[kind][0])
-    rules.append(("%s.on_failure" % name, on_failure in ON_FAILURE[kind],
-                  "'%s' is not one of %s" % (_text(on_failure), ", ".join(ON_FAILURE[kind]))))
+    for key in ON_VERDICT:
+        action = value.get(key, ON_FAILURE[kind][0])
+        rules.append(("%s.%s" % (name, key), action in ON_FAILURE[kind],
+                      "'%s' is not one of %s" % (_text(action), ", ".join(ON_FAILURE[kind]))))
     if kind == "wave":
         bake = _text(value.get("bake", "0s"))
         rules.append(("%s.bake" % name, bool(DURATION.match(bake)),

@@ -4,21 +4,27 @@
 """The role's metric analysis (docs/analysis.md, "In the role") through the playbooks, on the local clusters and
 the real Prometheus of the test rig scraping the traffic exporter: traffic steps gated by checks and promoted, a
 failing candidate aborted by itself, a query refused by the preflight before any change, check mode, the token in
-no output, and deploy waves judged per cluster (a failed wave stops the run, and is rolled back when asked)."""
+no output, deploy waves judged per cluster (a failed wave stops the run, and is rolled back when asked), and
+Prometheus going away during a step's or a wave's analysis (on_error)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import re
+import urllib.parse
 
 import pytest
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import wait
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from tests.integration.playbook_helpers import (
     labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars, write_inventory)
 from tests.integration.prometheus_helpers import wait_until, within
 from tests.integration.route_helpers import AutoController, create, httproute, read, replicas, rule, weights
+
+import tcpproxy  # noqa: E402  pylint: disable=wrong-import-order,import-error  # hack/, put on the path by prometheus_helpers
 
 pytestmark = pytest.mark.integration
 ROUTE = ("HTTPRoute", "shop")
@@ -155,7 +161,9 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert app_weights(cluster, namespace) == {"a": 90, "b": 10} and ran(unsure, "Traffic | abort") == []
         message = unsure.summary[cluster.name]["message"]
         assert message.startswith("analysis of the step to 10 % Inconclusive: check no-such-traffic Inconclusive")
-        assert "no data" in message.lower() and message.endswith("the weights stay (a 90, b 10)"), message
+        assert "no data" in message.lower() and message.endswith(
+            "weights left at a 90, b 10 on %s (on_inconclusive pause): run operation abort, or step again, after "
+            "looking at the checks' data" % cluster.name), message
 
         # on_failure pause: the run fails at the 10 % step without the abort; the weights stay.
         paused = play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
@@ -163,7 +171,8 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert paused.rc != 0, paused.explain()
         assert app_weights(cluster, namespace) == {"a": 90, "b": 10} and ran(paused, "Traffic | abort") == []
         assert paused.summary[cluster.name]["message"].endswith(
-            "on_failure pause: the weights stay as the step set them (a 90, b 10)"), paused.summary
+            "weights left at a 90, b 10 on %s (on_failure pause): run operation abort, or step again, after looking "
+            "at the failed check" % cluster.name), paused.summary
 
         # (b) The 10 % step fails its check during its pause of 10 minutes: the abort happens by itself, without
         # waiting the pause out, and the run fails saying why.
@@ -180,8 +189,8 @@ def test_failing_candidate_aborted_by_itself_preflight_and_check_mode_change_not
         assert message.startswith("analysis of the step to 10 % Failed: check error-ratio Failed"), message
         assert re.search(r"value 0\.[23]\d* > 0\.05 \(max\)", message), message  # the value and the condition
         assert 'query: (sum(rate(http_requests_total{%s,slot="b",code=~"5.."}' % traffic.selector() in message
-        assert message.endswith("aborted: all traffic back to the stable slot (weights a 100, b 0), the candidate "
-                                "scaled to zero"), message
+        assert message.endswith("aborted (on_failure abort): all traffic back to the stable slot (weights a 100, "
+                                "b 0), the candidate scaled to zero"), message
         assert ran(run, "Traffic | abort") == [cluster.name]
         assert "Traffic | The rest of the pause after the step to 10 %" not in run.output
         assert "Traffic | Analysis of the step to 50 %" not in run.output and "Traffic | promote" not in run.output
@@ -227,7 +236,7 @@ def test_waves_a_failed_wave_stops_the_run_and_is_rolled_back_when_asked(
         assert result["analysis"]["verdict"] == "Failed", result
         assert result["message"].startswith("wave analysis failed: 0 of 2 cluster(s) of the wave passed"), result
         assert "value 0." in result["message"] and "> 0.05" in result["message"], result
-        assert result["message"].endswith("rolled back to 1.0.0"), result
+        assert result["message"].endswith("rolled back to 1.0.0 (on_failure rollback)"), result
         assert greeting(cluster) == "hello"
     assert run.summary["us1a"]["status"] == "not started"
     assert resource_versions(us, ns) == untouched and greeting(us) == "hello"
@@ -241,6 +250,156 @@ def test_waves_a_failed_wave_stops_the_run_and_is_rolled_back_when_asked(
         result = stop.summary[cluster.name]
         assert result["status"] == "failed" and result["rolled_back"] is False, result
         assert "rolled back" not in result["message"] and greeting(cluster) == "v2"
+    assert stop.summary["us1a"]["status"] == "not started" and resource_versions(us, ns) == untouched
+
+
+class VanishingPrometheus:
+    """A loopback TCP proxy (hack/tcpproxy.py) in front of the shared Prometheus: ``url`` answers as Prometheus does
+    until the test closes it, then every connection is refused. A Prometheus that goes away, without stopping the
+    one other tests share."""
+
+    def __init__(self, prometheus):
+        target = urllib.parse.urlsplit(prometheus.url)
+        self.proxy = tcpproxy.Proxy((target.hostname, target.port))
+        self.url = "http://127.0.0.1:%d" % self.proxy.start()
+        self.closed_after = None  # the connections it had taken when it was closed
+
+    def close(self):
+        if self.closed_after is None:
+            self.closed_after = self.proxy.stats["connections"]
+            self.proxy.stop()
+
+    def close_during(self, play, connections):
+        """Run ``play()`` (a playbook run) and close the endpoint once it has taken ``connections`` connections (each
+        query is one: the preflight's, then the analysis' first measurements); the run."""
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            running = pool.submit(play)
+            wait.poll(lambda: running.done() or self.proxy.stats["connections"] >= connections, 600, interval=0.1)
+            self.close()
+            return running.result()
+
+
+@contextlib.contextmanager
+def vanishing_prometheus(prometheus):
+    endpoint = VanishingPrometheus(prometheus)
+    try:
+        yield endpoint
+    finally:
+        endpoint.close()
+
+
+def outage_check(traffic, slot="${slot}"):
+    """The error-ratio check of a healthy slot, 3 measurements out of at most 5: one measurement passes, then
+    Prometheus goes away and the errors leave count out of reach (Error before consecutive_error_limit 4)."""
+    return {"name": "error-ratio", "query": error_ratio(traffic, slot), "max": 0.05, "max_measurements": 5}
+
+
+OUTAGE = {"interval": "2s", "count": 3, "min_window": "5s"}  # a measurement at 5 s after the start, then every 2 s
+
+
+def test_prometheus_gone_during_a_step_aborts_the_candidate_or_pauses_when_asked(
+        cluster, inventory_path, namespace, tmp_path, prometheus, traffic):
+    traffic.set("a", rps=20, error_ratio=0.0)
+    traffic.set("b", rps=20, error_ratio=0.0)
+    seen(prometheus, traffic, "b", within(-1, 0.01))
+    steps = [{"percent": 10}, {"percent": 50}]
+
+    def step_with(endpoint, **settings):
+        return lambda: play("traffic", "2.0.0", deploy_traffic_operation="step", deploy_traffic_steps=steps,
+                            deploy_analysis_provider={"url": endpoint.url, "timeout": "5s"},
+                            deploy_traffic_analysis=dict(OUTAGE, checks=[outage_check(traffic)], **settings))
+
+    def check_error(run, endpoint):
+        """The step to 10 % judged Error, naming Prometheus' failure: the first measurement went through (2
+        connections: the preflight's and its), then the errors made count unreachable."""
+        assert run.rc != 0, run.explain()
+        assert endpoint.closed_after == 2, endpoint.closed_after
+        result = run.summary[cluster.name]
+        assert result["status"] == "failed" and result["analysis"]["verdict"] == "Error", result
+        message = result["message"]
+        assert message.startswith("analysis of the step to 10 % Error: check error-ratio Error: 1 of count 3 "
+                                  "measurements decided and max_measurements 5 cannot reach it: 3 of 4 measurements "
+                                  "were errors (0 skipped for lack of data); at "), message
+        assert "query: Prometheus at %s: unreachable: " % endpoint.url in message, message
+        assert "Traffic | Analysis of the step to 50 %" not in run.output
+        return message
+
+    with candidate_release(cluster, inventory_path, namespace, tmp_path) as play:
+        # on_error pause: the weights stay as the step set them, and the message says so and what to run next.
+        with vanishing_prometheus(prometheus) as endpoint:
+            paused = endpoint.close_during(step_with(endpoint, on_error="pause"), connections=2)
+        message = check_error(paused, endpoint)
+        assert message.endswith("; weights left at a 90, b 10 on %s (on_error pause): run operation abort, or step "
+                                "again, after checking Prometheus" % cluster.name), message
+        assert app_weights(cluster, namespace) == {"a": 90, "b": 10} and ran(paused, "Traffic | abort") == []
+        assert replicas(cluster, namespace, "shop-b") > 0
+        assert paused.summary[cluster.name]["analysis"]["action"] == "pause"
+
+        # The default (on_error abort): the automatic abort, all traffic back to the stable slot, the candidate at 0.
+        with vanishing_prometheus(prometheus) as endpoint:
+            aborted = endpoint.close_during(step_with(endpoint), connections=2)
+        message = check_error(aborted, endpoint)
+        assert message.endswith("; aborted (on_error abort): all traffic back to the stable slot (weights a 100, "
+                                "b 0), the candidate scaled to zero"), message
+        assert app_weights(cluster, namespace) == {"a": 100, "b": 0} and ran(aborted, "Traffic | abort") == [
+            cluster.name]
+        assert replicas(cluster, namespace, "shop-b") == 0 and replicas(cluster, namespace, "shop-a") == 2
+        assert aborted.summary[cluster.name]["analysis"]["action"] == "abort"
+        assert "check error-ratio Error" in aborted.output  # the run's error, as printed
+
+
+def test_prometheus_gone_during_a_wave_rolls_it_back_on_error_or_stops_when_asked(
+        clusters, inventory_path, namespaces, tmp_path, prometheus, traffic):
+    ns = namespaces
+    traffic.set("a", rps=20, error_ratio=0.0)
+    seen(prometheus, traffic, "a", within(-1, 0.01))
+    first = run_playbook("deploy", inventory_path, shop_vars(tmp_path, ns, "1.0.0", "hello"), tmp_path)
+    assert first.rc == 0, first.explain()
+    wave1 = [c for c in clusters if c.region == "eu-1"]
+    us = next(c for c in clusters if c.name == "us1a")
+    untouched = resource_versions(us, ns)
+    # the plan's preflight sends one query per cluster, then each cluster of wave 1 measures once before the outage
+    connections = len(clusters) + 1
+
+    def deploy_with(endpoint, **settings):
+        return lambda: run_playbook("deploy", inventory_path, shop_vars(
+            tmp_path, ns, "2.0.0", "v2", deploy_analysis_provider={"url": endpoint.url, "timeout": "5s"},
+            deploy_wave_analysis=dict(OUTAGE, checks=[outage_check(traffic, "a")], bake="2s", **settings)), tmp_path)
+
+    def greeting(cluster):
+        return cluster.get("v1", "ConfigMap", ns, "shop-config")["data"]["greeting"]
+
+    def check_error(run, endpoint, cluster):
+        assert run.rc != 0, run.explain()
+        result = run.summary[cluster.name]
+        assert result["status"] == "failed" and result["analysis"]["verdict"] == "Error", result
+        assert result["message"].startswith("wave analysis failed: 0 of 2 cluster(s) of the wave passed"), result
+        assert "this cluster: analysis Error: check error-ratio Error: " in result["message"], result
+        assert "measurements were errors" in result["message"], result
+        assert "query: Prometheus at %s: unreachable: " % endpoint.url in result["message"], result
+        return result
+
+    # on_error rollback (on_failure stays stop): wave 1 is rolled back to 1.0.0; wave 2 never starts.
+    with vanishing_prometheus(prometheus) as endpoint:
+        run = endpoint.close_during(deploy_with(endpoint, on_error="rollback"), connections)
+    assert endpoint.closed_after == connections, endpoint.closed_after
+    for cluster in wave1:
+        result = check_error(run, endpoint, cluster)
+        assert result["rolled_back"] is True and result["message"].endswith(
+            "rolled back to 1.0.0 (on_error rollback)"), result
+        assert greeting(cluster) == "hello"
+    assert run.summary["us1a"]["status"] == "not started"
+    assert resource_versions(us, ns) == untouched
+
+    # on_error stop over on_failure rollback: wave 1 stays on 2.0.0 and the message says so; wave 2 never starts.
+    with vanishing_prometheus(prometheus) as endpoint:
+        stop = endpoint.close_during(deploy_with(endpoint, on_failure="rollback", on_error="stop"), connections)
+    for cluster in wave1:
+        result = check_error(stop, endpoint, cluster)
+        assert result["rolled_back"] is False and result["message"].endswith(
+            "; %s stays on 2.0.0 (on_error stop): run playbooks/rollback.yml, or deploy again, after checking "
+            "Prometheus" % cluster.name), result
+        assert greeting(cluster) == "v2"
     assert stop.summary["us1a"]["status"] == "not started" and resource_versions(us, ns) == untouched
 
 
@@ -308,10 +467,12 @@ def test_waves_quorum_counts_the_clusters_that_passed(
 
 def test_bad_analysis_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path):
     extra = traffic_vars(tmp_path, "never-created-ns", "1.0.0", deploy_traffic_operation="step",
-                         deploy_traffic_steps=[{"percent": 10, "analysis": {"on_failure": "rollback"}}])
+                         deploy_traffic_steps=[{"percent": 10, "analysis": {"on_failure": "rollback",
+                                                                           "on_error": "roll back"}}])
     run = run_playbook("traffic", inventory_path, extra, tmp_path)
     assert run.rc != 0, run.explain()
     assert "deploy_traffic_steps[0].analysis.checks: must be a list of checks" in run.output, run.explain()
+    assert "deploy_traffic_steps[0].analysis.on_error: 'roll back' is not one of abort, pause" in run.output
     assert "deploy_traffic_steps[0].analysis.on_failure: 'rollback' is not one of abort, pause" in run.output
     assert "deploy_analysis_provider.url: is not set" in run.output
     assert "Traffic | step" not in run.output

@@ -41,6 +41,25 @@ def test_short_result_of_a_success_names_no_check_and_a_refused_input_is_an_erro
     assert manent_analysis_short(None)["verdict"] == "Error"
 
 
+@pytest.mark.parametrize("settings, verdict, action", [
+    # traffic defaults: a check that failed or could not measure aborts; no data pauses
+    ({}, "Failed", "abort"), ({}, "Error", "abort"), ({}, "Inconclusive", "pause"), ({}, "Successful", ""),
+    ({"on_failure": "pause"}, "Failed", "pause"), ({"on_failure": "pause"}, "Error", "abort"),
+    ({"on_error": "pause"}, "Error", "pause"), ({"on_inconclusive": "abort"}, "Inconclusive", "abort"),
+])
+def test_short_result_with_the_step_settings_says_what_the_verdict_does(settings, verdict, action):
+    short = manent_analysis_short({"verdict": verdict, "reason": "r", "checks": []}, dict(settings, checks=[ERRORS]))
+    assert short["action"] == action
+    assert {key: short[key] for key in ("on_failure", "on_error", "on_inconclusive")} == dict(
+        {"on_failure": "abort", "on_error": "abort", "on_inconclusive": "pause"}, **settings)
+    assert "action" not in manent_analysis_short({"verdict": verdict, "reason": "r", "checks": []})
+
+
+def test_a_module_failure_without_a_verdict_is_an_error_and_aborts_by_default():
+    short = manent_analysis_short({"failed": True, "msg": "Prometheus at http://p:9090: unreachable"}, {})
+    assert (short["verdict"], short["action"]) == ("Error", "abort")
+
+
 def test_step_analysis_merges_the_step_over_all_steps_and_false_skips():
     every = {"checks": [ERRORS], "interval": "2s", "on_failure": "abort"}
     assert manent_step_analysis({"percent": 10}, every) == every
@@ -98,6 +117,34 @@ def test_quorum_counts_successful_analyses_of_clusters_that_did_not_fail():
     assert not manent_quorum(["a", "b"], hostvars, 2)["ok"]
 
 
+def _wave(*verdicts):
+    """hostvars of a wave whose clusters' analyses ended with ``verdicts`` (None: the deploy failed)."""
+    return {"c%d" % n: {"_deploy_result": {"status": "failed"} if verdict is None else
+                        {"status": "deployed", "analysis": {"verdict": verdict}}} for n, verdict in enumerate(verdicts)}
+
+
+@pytest.mark.parametrize("verdicts, settings, verdict, action, policy", [
+    # on_error and on_inconclusive default to on_failure: a wave that did not pass is handled alike, as before
+    (["Error"], {}, "Error", "stop", "on_error stop"),
+    (["Error"], {"on_failure": "rollback"}, "Error", "rollback", "on_error rollback"),
+    (["Inconclusive"], {"on_failure": "rollback"}, "Inconclusive", "rollback", "on_inconclusive rollback"),
+    (["Error"], {"on_failure": "rollback", "on_error": "stop"}, "Error", "stop", "on_error stop"),
+    (["Inconclusive"], {"on_error": "rollback"}, "Inconclusive", "stop", "on_inconclusive stop"),
+    # the most severe verdict is the wave's; rollback when any verdict of a cluster that did not pass says so
+    (["Failed", "Error"], {"on_error": "rollback"}, "Failed", "rollback", "on_error rollback"),
+    (["Successful", "Error", "Inconclusive"], {"on_inconclusive": "rollback"}, "Error", "rollback",
+     "on_inconclusive rollback"),
+    (["Error", None], {"on_error": "rollback"}, "Failed", "rollback", "on_error rollback"),  # a failed deploy: Failed
+    (["Error", None], {"on_failure": "rollback", "on_error": "stop"}, "Failed", "rollback", "on_failure rollback"),
+])
+def test_quorum_says_what_a_wave_that_did_not_pass_does(verdicts, settings, verdict, action, policy):
+    hostvars = _wave(*verdicts)
+    result = manent_quorum(sorted(hostvars), hostvars, "all", dict(settings, checks=[ERRORS]))
+    assert not result["ok"]
+    assert (result["verdict"], result["action"], result["policy"]) == (verdict, action, policy)
+    assert manent_quorum(["c0"], _wave("Successful"), "all", {"on_error": "rollback"})["action"] == ""
+
+
 def test_summary_lines_show_the_analysis_of_clusters_without_a_message():
     ok = {"host": "eu1a", "status": "done", "message": "", "analysis": {"verdict": "Successful", "reason": "3 passed"}}
     failed = {"host": "eu1b", "status": "failed", "message": "analysis Failed: x", "analysis": {"verdict": "Failed"}}
@@ -116,10 +163,12 @@ def base_values(**analysis):
 
 def test_preflight_accepts_good_analysis_settings():
     assert manent_preflight(base_values(
-        traffic_analysis={"checks": [ERRORS], "interval": "2s", "on_failure": "pause"},
+        traffic_analysis={"checks": [ERRORS], "interval": "2s", "on_failure": "pause", "on_error": "pause",
+                          "on_inconclusive": "abort"},
         traffic_steps=[{"percent": 10}, {"percent": 50, "analysis": False},
-                       {"percent": 60, "analysis": {"count": 2}}],
-        wave_analysis={"checks": [ERRORS], "bake": "1m", "quorum": "50%", "on_failure": "rollback"})) == []
+                       {"percent": 60, "analysis": {"count": 2, "on_error": "abort"}}],
+        wave_analysis={"checks": [ERRORS], "bake": "1m", "quorum": "50%", "on_failure": "rollback",
+                       "on_error": "stop", "on_inconclusive": "rollback"})) == []
     assert manent_preflight(base_values(analysis_provider_url="")) == []  # no analysis: no provider needed
 
 
@@ -135,6 +184,19 @@ def test_preflight_accepts_good_analysis_settings():
     ({"traffic_steps": [{"percent": 10, "analysis": {"count": 2}}]}, "deploy_traffic_steps[0].analysis.checks"),
     ({"wave_analysis": {"checks": [ERRORS], "on_failure": "abort"}},
      "deploy_wave_analysis.on_failure: 'abort' is not one of stop, rollback"),
+    ({"traffic_analysis": {"checks": [ERRORS], "on_error": "rollback"}},
+     "deploy_traffic_analysis.on_error: 'rollback' is not one of abort, pause"),
+    ({"traffic_analysis": {"checks": [ERRORS], "on_inconclusive": "stop"}},
+     "deploy_traffic_analysis.on_inconclusive: 'stop' is not one of abort, pause"),
+    ({"traffic_analysis": {"checks": [ERRORS]}, "traffic_steps": [{"percent": 10, "analysis": {"on_error": "wait"}}]},
+     "deploy_traffic_steps[0].analysis.on_error: 'wait' is not one of abort, pause"),
+    ({"wave_analysis": {"checks": [ERRORS], "on_error": "abort"}},
+     "deploy_wave_analysis.on_error: 'abort' is not one of stop, rollback"),
+    ({"wave_analysis": {"checks": [ERRORS], "on_inconclusive": "pause"}},
+     "deploy_wave_analysis.on_inconclusive: 'pause' is not one of stop, rollback"),
+    ({"wave_analysis": {"checks": [ERRORS], "on_errors": "stop"}},
+     "deploy_wave_analysis.on_errors: is not a setting; use checks, interval, count, min_window, on_failure, "
+     "on_error, on_inconclusive, bake, quorum"),
     ({"wave_analysis": {"checks": [ERRORS], "bake": "soon"}}, "deploy_wave_analysis.bake: 'soon' is not a duration"),
     ({"wave_analysis": {"checks": [ERRORS], "quorum": "0%"}}, "deploy_wave_analysis.quorum: '0%'"),
     ({"wave_analysis": {"checks": [ERRORS], "quorum": "most"}}, "deploy_wave_analysis.quorum: 'most'"),
@@ -146,34 +208,54 @@ def test_preflight_names_the_variable_and_field_of_a_bad_analysis_setting(settin
 
 
 def test_step_failure_says_what_became_of_the_traffic():
-    analysis = dict(manent_analysis_short(failed_result()), step=10, on_failure="abort")
-    aborted = manent_step_failure(analysis, {"operation": "abort", "weights": {"a": 100, "b": 0}})
+    analysis = dict(manent_analysis_short(failed_result(), {}), step=10)
+    aborted = manent_step_failure(analysis, {"operation": "abort", "weights": {"a": 100, "b": 0}}, "eu1a")
     assert aborted.startswith("analysis of the step to 10 % Failed: check errors Failed: value 0.3 > 0.01 (max)")
     assert 'query: rate(x{slot="b"}[20s])' in aborted
-    assert aborted.endswith("aborted: all traffic back to the stable slot (weights a 100, b 0), the candidate "
-                            "scaled to zero")
+    assert aborted.endswith("aborted (on_failure abort): all traffic back to the stable slot (weights a 100, b 0), "
+                            "the candidate scaled to zero")
     broken = manent_step_failure(analysis, {"failed": False, "msg": "the lock is held by someone"})
-    assert "the automatic abort FAILED, run operation abort: the lock is held by someone" in broken
-    paused = manent_step_failure(dict(analysis, on_failure="pause"), {"weights": {"a": 90, "b": 10}})
-    assert paused.endswith("on_failure pause: the weights stay as the step set them (a 90, b 10)")
-    inconclusive = manent_step_failure({"verdict": "Inconclusive", "reason": "no data", "step": 50},
-                                       {"weights": {"a": 50, "b": 50}})
-    assert inconclusive == ("analysis of the step to 50 % Inconclusive: no data; nothing was changed after the step: "
-                            "the weights stay (a 50, b 50)")
+    assert "the automatic abort (on_failure abort) FAILED, run operation abort: the lock is held by someone" in broken
+    paused = manent_step_failure(dict(manent_analysis_short(failed_result(), {"on_failure": "pause"}), step=10),
+                                 {"weights": {"a": 90, "b": 10}}, "eu1a")
+    assert paused.endswith("; weights left at a 90, b 10 on eu1a (on_failure pause): run operation abort, or step "
+                           "again, after looking at the failed check")
+    inconclusive = manent_step_failure(dict(manent_analysis_short({"verdict": "Inconclusive", "reason": "no data"}, {}),
+                                            step=50), {"weights": {"a": 50, "b": 50}}, "eu1a")
+    assert inconclusive == ("analysis of the step to 50 % Inconclusive: no data; weights left at a 50, b 50 on eu1a "
+                            "(on_inconclusive pause): run operation abort, or step again, after looking at the "
+                            "checks' data")
+
+
+@pytest.mark.parametrize("settings, traffic, ending", [
+    ({}, {"weights": {"a": 100, "b": 0}},
+     "; aborted (on_error abort): all traffic back to the stable slot (weights a 100, b 0), the candidate scaled to "
+     "zero"),
+    ({"on_error": "pause"}, {"weights": {"a": 90, "b": 10}},
+     "; weights left at a 90, b 10 on eu1a (on_error pause): run operation abort, or step again, after checking "
+     "Prometheus"),
+])
+def test_step_failure_of_an_error_names_the_provider_and_what_on_error_did(settings, traffic, ending):
+    reason = "check errors Error: 2 of 3 measurements were errors; at T: query: Prometheus at http://p:9090: unreachable"
+    analysis = dict(manent_analysis_short({"verdict": "Error", "reason": reason, "checks": []}, settings), step=10)
+    message = manent_step_failure(analysis, traffic, "eu1a")
+    assert message == "analysis of the step to 10 %% Error: %s%s" % (reason, ending)
 
 
 def test_wave_failure_fails_the_cluster_and_says_whether_it_was_rolled_back():
-    quorum = {"message": "1 of 2 cluster(s) of the wave passed the analysis, 2 needed (not passed: eu1b)"}
+    quorum = {"message": "1 of 2 cluster(s) of the wave passed the analysis, 2 needed (not passed: eu1b)",
+              "verdict": "Failed", "action": "rollback", "policy": "on_failure rollback"}
     analysis = manent_analysis_short(failed_result())
-    rolled = manent_wave_failure({"host": "eu1b", "status": "deployed", "version": "1.0.0"}, analysis, quorum,
-                                 "rollback")
+    rolled = manent_wave_failure({"host": "eu1b", "status": "deployed", "version": "1.0.0"}, analysis, quorum)
     assert rolled["status"] == "failed" and rolled["rolled_back"] is True and rolled["analysis"] == analysis
     assert rolled["message"].startswith("wave analysis failed: 1 of 2 cluster(s)")
     assert "this cluster: analysis Failed: check errors Failed" in rolled["message"]
-    assert rolled["message"].endswith("rolled back to 1.0.0")
+    assert rolled["message"].endswith("rolled back to 1.0.0 (on_failure rollback)")
+    stop = dict(quorum, verdict="Error", action="stop", policy="on_error stop")
     stopped = manent_wave_failure({"host": "eu1a", "status": "deployed", "version": "2.0.0"},
-                                  {"verdict": "Successful", "reason": "ok"}, quorum)
+                                  {"verdict": "Successful", "reason": "ok"}, stop)
     assert stopped["rolled_back"] is False and "rolled back" not in stopped["message"]
-    not_rolled = manent_wave_failure({"status": "failed", "message": "no release to roll back to"}, analysis, quorum,
-                                     "rollback")
+    assert stopped["message"].endswith("; eu1a stays on 2.0.0 (on_error stop): run playbooks/rollback.yml, or deploy "
+                                       "again, after checking Prometheus")
+    not_rolled = manent_wave_failure({"status": "failed", "message": "no release to roll back to"}, analysis, quorum)
     assert not_rolled["rolled_back"] is False and "NOT rolled back: no release to roll back to" in not_rolled["message"]

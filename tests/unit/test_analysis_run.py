@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import run
+from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import report, run
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.evaluate import (
     ERROR, FAILED, INCONCLUSIVE, SKIPPED, SUCCESSFUL)
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.model import (
@@ -94,6 +94,21 @@ def test_errors_below_the_limit_are_measured_again_and_not_counted():
     result, prometheus, _clock, _lines = analyze([Check("c", QUERY, max=0.05, count=3)], replies)
     assert result.outcome()[0] == SUCCESSFUL and len(prometheus.requests) == 7
     assert [m.outcome for m in result.runs[0].measurements] == [ERROR] * 4 + [SUCCESSFUL] * 3
+
+
+def test_prometheus_gone_after_the_first_measurement_is_an_error_naming_its_failure():
+    """One measurement, then Prometheus unreachable: count cannot be reached within max_measurements because of the
+    errors (not for lack of data), so the check is Error, and its reason says what Prometheus answered."""
+    replies = [answer("0.01")] + [QueryError("unreachable: [Errno 111] Connection refused", "unreachable")] * 4
+    result, _prometheus, _clock, _lines = analyze([Check("c", QUERY, max=0.05, count=2, max_measurements=5)], replies)
+    explained = report.analysis_dict(result)  # the module's result: the check's reason ends with its last measurement
+    verdict, reason = explained["verdict"], explained["reason"]
+    assert verdict == ERROR, reason
+    assert reason.startswith("check c Error: 1 of count 2 measurements decided and max_measurements 5 cannot reach "
+                             "it: 4 of 5 measurements were errors (0 skipped for lack of data); at "), reason
+    assert reason.endswith(": query: Prometheus at https://prometheus.example:9090: unreachable: [Errno 111] "
+                           "Connection refused (check provider.url and that Prometheus runs and is reachable from "
+                           "the controller)"), reason
 
 
 def test_a_query_prometheus_refuses_is_an_error_at_once():

@@ -18,10 +18,11 @@ S, F, I, E, K = SUCCESSFUL, FAILED, INCONCLUSIVE, ERROR, SKIPPED
 
 
 def play(check, outcomes):
-    """The (verdict, reason) after each outcome in turn, stopping at the first verdict; and the counters."""
+    """The (verdict, reason) after each outcome in turn, stopping at the first verdict; and the counters. Errors
+    are numbered (error #1, error #2, ...)."""
     counters = Counters()
     for number, outcome in enumerate(outcomes, 1):
-        counters.add(outcome)
+        counters.add(outcome, "error #%d" % (counters.errors + 1) if outcome == E else "")
         verdict, reason = decide(check, counters)
         if verdict is not None:
             return verdict, reason, number, counters
@@ -47,7 +48,18 @@ def play(check, outcomes):
     ({"max_measurements": 4}, [K, K], I, 2),
     ({"max_measurements": 4}, [S, K], S, None),
     ({"max_measurements": 4}, [S, K, S, K], I, 4),
-    ({}, [E, E, E, E, K, K, K, K, K, K], I, 8),
+    # ... Error when errors are why: at least as many of the measurements not counted were errors as were skipped
+    ({"max_measurements": 4}, [S, E, E], E, 3),
+    ({"max_measurements": 4}, [E, K], E, 2),
+    ({"max_measurements": 5}, [S, E, E, E], E, 4),
+    ({"max_measurements": 5}, [S, E, K, K], I, 4),
+    ({"max_measurements": 5}, [K, E, S, E], E, 4),
+    ({}, [E, E, E, E, K, K, K, K, K, K], E, 8),
+    ({}, [K, K, K, K, E, E, E, E, K, K], E, 8),
+    ({}, [E, E, E, K, K, K, K, K, K, K], I, 8),
+    ({}, [E, K, K, K, K, K, K, K], I, 8),
+    # a run of errors longer than consecutive_error_limit comes first
+    ({"max_measurements": 10}, [S] + [E] * 9, E, 6),
 ])
 def test_rules(limits, outcomes, verdict, after):
     check = Check("c", "q", max=1.0, count=3, **limits)
@@ -70,6 +82,31 @@ def test_reasons_say_which_limit():
         "0 errors, of 2 measurements)"
     assert play(Check("c", "q", max=1.0, count=2), [E, S, K, S])[1] == \
         "2 of 2 measurements successful; 1 errors not counted, 1 skipped for lack of data"
+
+
+@pytest.mark.parametrize("limits, outcomes, reason", [
+    # the issue's outage: a step judged once, then Prometheus gone (count 2 of max_measurements 5, 4 errors)
+    ({"count": 2, "max_measurements": 5}, [S, E, E, E, E],
+     "1 of count 2 measurements decided and max_measurements 5 cannot reach it: 4 of 5 measurements were errors "
+     "(0 skipped for lack of data)"),
+    # the last measurement was no error: the reason names the last error (else the check's reason ends with it)
+    ({"count": 3, "max_measurements": 5}, [E, S, E, K],
+     "1 of count 3 measurements decided and max_measurements 5 cannot reach it: 2 of 4 measurements were errors "
+     "(1 skipped for lack of data); last error: error #2"),
+    ({"count": 2, "max_measurements": 5}, [S, K, K, K, E],
+     "1 of count 2 measurements decided and max_measurements 5 cannot reach it (3 skipped for lack of data, "
+     "1 errors, of 5 measurements)"),
+])
+def test_out_of_reach_reasons(limits, outcomes, reason):
+    assert play(Check("c", "q", max=1.0, **limits), outcomes)[1] == reason
+
+
+def test_counters_keep_the_last_error_out_of_the_report():
+    counters = Counters()
+    counters.add(E, "Prometheus at http://p:9090: unreachable: connection refused")
+    counters.add(S)
+    assert counters.last_error == "Prometheus at http://p:9090: unreachable: connection refused"
+    assert "last_error" not in counters.to_dict()
 
 
 def test_a_permanent_error_decides_at_once():

@@ -76,7 +76,7 @@ class CheckRun:
         """Count ``measurement``, decide, and schedule the next one: the next slot of the interval after ``now``
         (slots that passed while the queries ran are skipped)."""
         self.measurements.append(measurement)
-        self.counters.add(measurement.outcome)
+        self.counters.add(measurement.outcome, measurement.reason)
         self.verdict, self.reason = decide(self.check, self.counters, measurement.judgement.permanent)
         interval = self.check.interval
         self.next_at += interval

@@ -11,7 +11,9 @@ A check, after each measurement (:func:`decide`), in this order:
 3. Inconclusive when more were inconclusive than ``inconclusive_limit``;
 4. Successful once ``count`` measurements are decided (Successful, Failed or Inconclusive: an Error or a measurement
    skipped for lack of data is not counted, and an Error never counts as a success);
-5. Inconclusive once ``count`` decided measurements can no longer be reached within ``max_measurements``;
+5. once ``count`` decided measurements can no longer be reached within ``max_measurements``: Error when errors are
+   why (at least as many of the measurements that did not count were errors as were skipped for lack of data: the
+   provider failed, and its last failure is named), else Inconclusive (no data);
 6. otherwise undecided: measure again at the next interval.
 
 The analysis (:func:`overall`), over the checks with ``enforce: true`` only: any Failed -> Failed; else any Error
@@ -39,24 +41,28 @@ class Counters:
     errors: int = 0
     consecutive_errors: int = 0
     skipped: int = 0
+    last_error: str = dataclasses.field(default="", compare=False)  # the reason of the last Error measurement
 
     @property
     def decided(self):
         """Measurements that count toward ``count``: Successful, Failed and Inconclusive."""
         return self.successful + self.failed + self.inconclusive
 
-    def add(self, outcome):
+    def add(self, outcome, reason=""):
         self.measurements += 1
         if outcome == ERROR:
             self.errors += 1
             self.consecutive_errors += 1
+            self.last_error = reason
             return
         self.consecutive_errors = 0
         field = _FIELDS[outcome]
         setattr(self, field, getattr(self, field) + 1)
 
     def to_dict(self):
-        return dict(dataclasses.asdict(self), decided=self.decided)
+        out = dataclasses.asdict(self)
+        del out["last_error"]
+        return dict(out, decided=self.decided)
 
 
 def decide(check, counters, permanent=False):
@@ -76,8 +82,12 @@ def decide(check, counters, permanent=False):
     if c.decided >= check.count:
         return SUCCESSFUL, "%d of %d measurements successful%s" % (c.successful, c.decided, _tolerated(check, c))
     if check.count - c.decided > check.budget - c.measurements:
-        return INCONCLUSIVE, "%d of count %d measurements decided and max_measurements %d cannot reach it (%s)" % (
-            c.decided, check.count, check.budget, _undecided(c))
+        out_of_reach = "%d of count %d measurements decided and max_measurements %d cannot reach it" % (
+            c.decided, check.count, check.budget)
+        if c.errors >= c.skipped:
+            return ERROR, "%s: %d of %d measurements were errors (%d skipped for lack of data)%s" % (
+                out_of_reach, c.errors, c.measurements, c.skipped, _last_error(c))
+        return INCONCLUSIVE, "%s (%s)" % (out_of_reach, _undecided(c))
     return None, ""
 
 
@@ -92,6 +102,11 @@ def _tolerated(check, c):
     if c.skipped:
         parts.append("%d skipped for lack of data" % c.skipped)
     return "; " + ", ".join(parts) if parts else ""
+
+
+def _last_error(c):
+    """The last error, when the last measurement was not one (the check's reason ends with the last measurement's)."""
+    return "; last error: %s" % c.last_error if c.consecutive_errors == 0 and c.last_error else ""
 
 
 def _undecided(c):
