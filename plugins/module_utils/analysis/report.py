@@ -143,8 +143,8 @@ def story(out):
     checks = sorted(out.get("checks") or [], key=lambda check: check.get("name") != deciding)
     context = out.get("context") or {}
     slot = " of candidate slot %s" % context["candidate_slot"] if context.get("candidate_slot") else ""
-    parts = ["analysis%s %s after %s measurements: %s" % (slot, out["verdict"], out.get("measurements", 0),
-                                                         out["reason"])]
+    head = "analysis%s %s after %s measurements" % (slot, out["verdict"], out.get("measurements", 0))
+    parts = ["%s: %s" % (head, out["reason"])]
     for check in checks:
         value = check.get("value")
         parts.append("check %s %s: value %s, condition %s, query %s" % (
