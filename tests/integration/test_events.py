@@ -62,9 +62,8 @@ def test_the_events_tell_a_full_rollout_and_an_aborted_one(cluster, inventory_pa
                                limit=cluster.name, check=check)
             return run
 
-        for name, version, extra in (("deploy", "1.0.0", {}), ("traffic", "1.0.0", {"deploy_traffic_operation":
-                                                                                       "promote"}),
-                                     ("deploy", "2.0.0", {})):
+        promote = {"deploy_traffic_operation": "promote"}
+        for name, version, extra in (("deploy", "1.0.0", {}), ("traffic", "1.0.0", promote), ("deploy", "2.0.0", {})):
             run = play(name, version, **extra)
             assert run.rc == 0, run.explain()
         assert reasons(story(cluster, namespace)) == ["Deployed", "Promoted", "Deployed"]

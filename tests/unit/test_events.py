@@ -28,8 +28,8 @@ RECORD = events.record_ref("shop-prod", "manent-untenanted-shop-shop-prod-1a2b3c
 EPOCH = 1_733_306_400.123456
 
 
-def body(reason="Deployed", note="version 1.2.4 deployed", regarding=RECORD, secrets=()):
-    return events.event(regarding, reason, note, "ctl-1", EPOCH, secrets)
+def body(reason="Deployed", note="version 1.2.4 deployed", secrets=()):
+    return events.event(RECORD, reason, note, "ctl-1", EPOCH, secrets)
 
 
 def test_the_event_has_every_field_events_k8s_io_v1_requires():
