@@ -4,8 +4,8 @@
 """The story of a rollout in Kubernetes Events (docs/events.md), on a local cluster and the real Prometheus of the
 test rig: after a full rollout through the playbooks (deploy, two analysed steps, promote, retire) and after an
 aborted one, the namespace's events.k8s.io/v1 Events read, in order, what happened, with versions, slots, weights
-and the analysis' check, value, condition and query; check mode records none; a token that may not create Events
-still deploys, with one warning."""
+and the analysis' check, value, condition and query; check mode records none; a failed deploy and its rollback
+through the modules are told too; a token that may not create Events still deploys, with one warning."""
 
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import r
 from tests.integration.deploy_helpers import render_bundle
 from tests.integration.kube import can_list
 from tests.integration.module_helpers import run_module
-from tests.integration.playbook_helpers import run_playbook, traffic_vars
+from tests.integration.deploy_helpers import KEY
+from tests.integration.playbook_helpers import run_history_module, run_playbook, traffic_vars
 from tests.integration.prometheus_helpers import wait_until, within
 from tests.integration.route_helpers import AutoController, create, httproute
-from tests.objects import configmap
+from tests.objects import NEVER_READY, configmap, deployment
 
 pytestmark = pytest.mark.integration
 MANENT = "app.kubernetes.io/managed-by=manent"
@@ -132,6 +133,31 @@ def kubectl_story(cluster, namespace, tmp_path):
         handle.write(out.stdout + out.stderr)
     assert out.returncode == 0, out.stderr
     assert "TrafficStep" in out.stdout and "AnalysisFailed" in out.stdout
+
+
+def test_a_failed_deploy_and_its_rollback_are_told(cluster, namespace, tmp_path):
+    def apply(version, objects, **args):
+        path = str(tmp_path / ("bundle-%s.json" % version))
+        bundles.write(render_bundle(cluster, tmp_path, objects, namespace, version=version), path)
+        return run_module("manent_apply", tmp_path, api_server=cluster.url, token=cluster.token,
+                          ca_file=cluster.ca_file, bundle=path, work_dir=str(tmp_path / "work"), **args)
+
+    failed, _result = apply("1.0.0", [configmap("cfg", v="1")])
+    assert not failed
+    failed, result = apply("2.0.0", [configmap("cfg", v="2"), deployment("web", deadline=5,
+                                                                          template_annotations=NEVER_READY)],
+                           wait_timeout="60s")
+    assert failed and result["status"] == "failed", json.dumps(result)[-3000:]
+    rolled = run_history_module(cluster, namespace, KEY, operation="rollback", artifact_name=KEY.artifact,
+                                prune=True)
+    assert rolled.get("status") == "rolled-back", rolled
+    told = story(cluster, namespace)
+    assert reasons(told) == ["Deployed", "DeployFailed", "RolledBack"], [(e["reason"], e["note"]) for e in told]
+    assert told[0]["note"] == "version 1.0.0 deployed: 1 objects (1 created)"
+    assert told[1]["type"] == "Warning" and told[1]["note"].startswith(
+        "version 2.0.0 failed; 1.0.0 stays in service: ") and "web" in told[1]["note"], told[1]["note"]
+    assert told[2]["note"].startswith("rolled back from version 2.0.0 to 1.0.0: "), told[2]["note"]
+    assert told[1]["regarding"]["name"] != told[2]["regarding"]["name"] == told[0]["regarding"]["name"]
 
 
 NO_EVENTS = [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"], "verbs": ["*"]},
