@@ -144,9 +144,8 @@ def test_a_failed_deploy_and_its_rollback_are_told(cluster, namespace, tmp_path)
 
     failed, _result = apply("1.0.0", [configmap("cfg", v="1")])
     assert not failed
-    failed, result = apply("2.0.0", [configmap("cfg", v="2"), deployment("web", deadline=5,
-                                                                          template_annotations=NEVER_READY)],
-                           wait_timeout="60s")
+    never_ready = deployment("web", deadline=5, template_annotations=NEVER_READY)
+    failed, result = apply("2.0.0", [configmap("cfg", v="2"), never_ready], wait_timeout="60s")
     assert failed and result["status"] == "failed", json.dumps(result)[-3000:]
     rolled = run_history_module(cluster, namespace, KEY, operation="rollback", artifact_name=KEY.artifact,
                                 prune=True)
