@@ -38,6 +38,8 @@ extends_documentation_fragment:
   - manent.kubernetes.option_names
 author:
   - manent developers (@manent-io)
+extends_documentation_fragment:
+  - manent.kubernetes.connection
 attributes:
   check_mode:
     support: full
@@ -241,6 +243,45 @@ options:
       twice the scrape interval, so that C(rate()) has two samples.
     type: str
     default: 1m
+  events:
+    description:
+      - Record the verdict as a Kubernetes Event (C(events.k8s.io/v1), reason C(AnalysisSuccessful),
+        C(AnalysisFailed), C(AnalysisInconclusive) or C(AnalysisError)) in the cluster of the connection options,
+        with the verdict, and per check its verdict, value, condition and rendered query in the note (masked like the
+        result, cut to 1 KiB). See the collection's C(docs/events.md).
+      - Needs O(api_server) (the connection options, for example from C(module_defaults) of
+        C(group/manent.kubernetes.manent)). Best-effort; a refused write is a warning, never a failure. None in
+        check mode or with O(mode=preflight).
+    type: dict
+    suboptions:
+      namespace:
+        description: The namespace of the Event, the release's.
+        type: str
+        required: true
+      regarding:
+        description: The object the verdict is about, in O(events.namespace); the role names the history record of
+          the judged version. Nothing is recorded when its name is empty.
+        type: dict
+        required: true
+        suboptions:
+          api_version:
+            description: Its apiVersion.
+            type: str
+            default: v1
+          kind:
+            description: Its kind.
+            type: str
+            default: ConfigMap
+          name:
+            description: Its name.
+            type: str
+            required: true
+  api_server:
+    description:
+      - The cluster's API server, as a host name/IP or an C(https://) URL; only to record the verdict's Event
+        (O(events)). The analysis itself talks to Prometheus only.
+    type: str
+    required: false
 notes:
   - The module runs in the controller process through its action plugin (a local connection), printing a line per
     measurement while it waits; with another connection or C(async) it runs as a module.

@@ -195,9 +195,10 @@ route:
   returned: always
   type: dict
 history:
-  description: The release in service (version, slot), the candidate (version, slot, weight), the replaced and retired
-    versions, when the release in service was promoted; with O(operation=status) also C(slots), per slot its
-    version, weight, readiness and workloads.
+  description: The release in service (version, slot, record), the candidate (version, slot, weight, record), the
+    replaced and retired versions, when the release in service was promoted; with O(operation=status) also
+    C(slots), per slot its version, weight, readiness and workloads. C(record) is the name of the version's history
+    record ConfigMap, the object its Kubernetes Events are about.
   returned: always
   type: dict
 written:

@@ -192,6 +192,12 @@ class Service:
         labels = dict({"service": self.name}, **labels)
         return ",".join('%s="%s"' % (k, v) for k, v in labels.items())
 
+    def error_ratio(self, slot="${slot}"):
+        """The PromQL of this service's 5xx ratio in ``slot`` over ``${window}`` (0 without errors)."""
+        svc = self.selector()
+        return ('(sum(rate(http_requests_total{%s,slot="%s",code=~"5.."}[${window}])) or vector(0)) / '
+                'sum(rate(http_requests_total{%s,slot="%s"}[${window}]))' % (svc, slot, svc, slot))
+
 
 class Instance:
     """A Prometheus of one test (hack/prometheus.py start_prometheus), optionally behind the bearer proxy.

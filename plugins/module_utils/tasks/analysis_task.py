@@ -24,7 +24,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.evaluat
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.prometheus import PrometheusClient
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import provider_from_params
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.run import analyze, preflight
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES, Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     OPTION_NAMES_SPEC, error_message, names_of)
 
@@ -77,6 +80,15 @@ CONTEXT_SPEC = {
     "stable_service": {"type": "str"},
     "start": {"type": "raw"},
 }
+REGARDING_SPEC = {
+    "api_version": {"type": "str", "default": "v1"},
+    "kind": {"type": "str", "default": "ConfigMap"},
+    "name": {"type": "str", "required": True},
+}
+EVENTS_SPEC = {
+    "namespace": {"type": "str", "required": True},
+    "regarding": {"type": "dict", "required": True, "options": REGARDING_SPEC},
+}
 ANALYSIS_SPEC = {
     "provider": {"type": "dict", "required": True, "options": PROVIDER_SPEC},
     "checks": {"type": "list", "elements": "dict", "required": True, "options": CHECK_SPEC},
@@ -85,8 +97,11 @@ ANALYSIS_SPEC = {
     "interval": {"type": "str", "default": "1m"},
     "count": {"type": "int", "default": 5},
     "min_window": {"type": "str", "default": "1m"},
+    "events": {"type": "dict", "options": EVENTS_SPEC},
     **OPTION_NAMES_SPEC,
 }
+# The cluster connection (the collection's action group), used only to record the verdict's Event (``events``).
+CLUSTER_SPEC = dict(mc.CONNECTION_SPEC, api_server={"type": "str"})
 
 INSECURE_WARNING = ("TLS verification of Prometheus %s is turned off (provider.insecure_skip_tls_verify): anyone on "
                     "the network path can read the credentials and answer in Prometheus' place, deciding the "
@@ -116,7 +131,7 @@ class Outcome:
 
 
 def argument_spec():
-    return dict(ANALYSIS_SPEC)
+    return dict(CLUSTER_SPEC, **ANALYSIS_SPEC)
 
 
 def warnings(provider):
@@ -152,7 +167,7 @@ def run(params, check_mode=False, clock=time.time, sleep=time.sleep, on_measurem
         if params.get("mode") == "preflight":
             return _preflight(checks, context, client, settings, clock, provider, secrets)
         return _analyze(checks, context, client, settings, clock, sleep, on_measurement, check_mode, provider,
-                        secrets)
+                        secrets, lambda out: tell(params, out, check_mode, secrets))
     except ManentError:
         raise
     except Exception as exc:
@@ -173,7 +188,7 @@ def _preflight(checks, context, client, settings, clock, provider, secrets):
     return out
 
 
-def _analyze(checks, context, client, settings, clock, sleep, on_measurement, check_mode, provider, secrets):
+def _analyze(checks, context, client, settings, clock, sleep, on_measurement, check_mode, provider, secrets, told):
     def progress(check_run, measurement):
         if on_measurement is not None:
             on_measurement(mask(report.progress_line(check_run, measurement), secrets))
@@ -181,6 +196,7 @@ def _analyze(checks, context, client, settings, clock, sleep, on_measurement, ch
     analysis = analyze(checks, context, client, settings, clock=clock, sleep=sleep, on_measurement=progress)
     out = mask(report.analysis_dict(analysis), secrets)
     out["warnings"] = warnings(provider)
+    told(out)
     if out["verdict"] != SUCCESSFUL:
         if check_mode:
             out["warnings"].append("check mode: the analysis is %s; a run without --check fails here: %s"
@@ -188,6 +204,31 @@ def _analyze(checks, context, client, settings, clock, sleep, on_measurement, ch
             return out
         raise AnalysisFailed("analysis %s: %s" % (out["verdict"], out["reason"]), partial=Outcome(out))
     return out
+
+
+def tell(params, out, check_mode, secrets):
+    """Record the verdict of ``out`` (masked) as an Event (cluster/events.py) about ``events.regarding`` in
+    ``events.namespace`` of the cluster of the connection options, when both are given and not in check mode.
+    Best-effort: a failure is one warning in ``out``."""
+    events = params.get("events")
+    if check_mode or not events or not params.get("api_server") or not events["regarding"].get("name"):
+        return
+    reason, note = report.story(out)
+    regarding = {"apiVersion": events["regarding"]["api_version"], "kind": events["regarding"]["kind"],
+                 "namespace": events["namespace"], "name": events["regarding"]["name"]}
+    if not HAS_KUBERNETES:
+        out["warnings"].append("the Kubernetes Event %s was not recorded: the kubernetes Python package is missing"
+                               % reason)
+        return
+    kube = None
+    try:
+        kube = Kube(mc.connection(params))
+        Recorder(kube, secrets=secrets).record(regarding, reason, note, out["warnings"])
+    except Exception as exc:  # pylint: disable=broad-except  # best-effort: the verdict stands
+        out["warnings"].append("the Kubernetes Event %s was not recorded: %s" % (reason, mask(str(exc), secrets)))
+    finally:
+        if kube is not None:
+            kube.close()
 
 
 def module_main(module):

@@ -17,6 +17,7 @@ rendering and the engine read it too.
 - destinations.py  the Istio DestinationRule of the Services' host, found along Istio's lookup path, and its subsets
 - acceptance.py    whether the route's controller accepted a change (status.parents), and the wait for it
 - options.py       TrafficOptions and TrafficResult
+- story.py         the Event each operation records when it completed (cluster/events.py)
 
 The module's entry point (argument spec, parameters mapped to TrafficOptions, the result) is tasks/traffic_task.py.
 May import: base, cluster, rules, history, engine."""

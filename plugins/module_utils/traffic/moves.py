@@ -11,6 +11,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import record_format
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import story
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import check_percent
 
 
@@ -38,6 +39,7 @@ def step(traffic, result, percent):
     if proportional and traffic.scaler.proportional(objects, percent, grow=False):
         settle(traffic.options)
         traffic.scaler.resize(objects, percent, result, grow=False)
+    story.step(traffic, result, data, version, slot, percent)
 
 
 def promote(traffic, result, _percent=None):
@@ -53,6 +55,7 @@ def promote(traffic, result, _percent=None):
     store = traffic.state.store
     store.promote(Release(store.key, version, data.get("candidateDeployment") or ""), data.get("version") or None)
     result.wrote("history", "%s in service" % version)
+    story.promote(traffic, result, data, version, slot)
 
 
 def abort(traffic, result, _percent=None):
@@ -81,6 +84,7 @@ def abort(traffic, result, _percent=None):
     traffic.state.store.update_locator("abort the candidate %s" % version, candidate="", candidateDeployment="",
                                        candidateRecord="", candidateSlot="", weight="")
     result.wrote("history", "candidate %s aborted" % version)
+    story.abort(traffic, result, data, version, slot)
 
 
 def rollback(traffic, result, _percent=None):
@@ -110,3 +114,4 @@ def rollback(traffic, result, _percent=None):
     store.promote(Release(store.key, replaced, meta.get("deployment") or ""), current)
     store.mark(current, record_format.STATUS_ROLLED_BACK)
     result.wrote("history", "%s in service again, %s rolled back" % (replaced, current))
+    story.rollback(traffic, result, data, replaced, slot)

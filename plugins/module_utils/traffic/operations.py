@@ -29,6 +29,7 @@ what would change.
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, Interrupted, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
@@ -53,7 +54,7 @@ READ_ONLY = ("status",)  # run without the release lock
 
 class Traffic:
     """The traffic operations of one release key in ``namespace`` of one cluster: the context every operation
-    gets (``options``, ``state``, ``scaler``, ``router``)."""
+    gets (``options``, ``state``, ``scaler``, ``router``, ``events``)."""
 
     def __init__(self, kube, discovery, namespace, key, options=None):
         self.options = options or TrafficOptions()
@@ -67,6 +68,7 @@ class Traffic:
         self.state = ReleaseState(store, namespace)
         self.scaler = SlotScaler(kube, reader, deleter, key, self.options)
         self.router = Router(kube, discovery, namespace, self.options)
+        self.events = Recorder(kube, dry_run=self.options.dry_run)  # traffic/story.py: what each operation did
 
     def run(self, operation, percent=None):
         """Run the operation named ``operation``; its TrafficResult. A ManentError (or a stop of the run) carries

@@ -11,6 +11,7 @@ import datetime
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import times
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import story
 
 
 def retire(traffic, result, _percent=None):
@@ -36,6 +37,7 @@ def retire(traffic, result, _percent=None):
     if not traffic.options.dry_run:
         traffic.state.store.update_locator("retire version %s" % replaced, retired=replaced)
         result.wrote("history", "%s retired" % replaced)
+        story.retire(traffic, result, data, replaced, slot)
 
 
 def check_delay(data, options, subject):
