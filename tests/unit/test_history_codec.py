@@ -431,7 +431,9 @@ def test_locator_round_trip():
                "promoted": "", "retired": ""}
     assert cm["data"] == dict(current, updated="2024-05-01T12:00:00Z", lockHolder="", lockSince="", lockExpires="",
                               **traffic)
-    assert decode_locator(cm) == cm["data"]
+    assert decode_locator(cm) == dict(cm["data"], inProgress=""), "inProgress is written only when set"
+    busy = encode_locator(SHOP, "shop-prod", dict(current, inProgress='{"operation":"step"}'), now=T0)
+    assert decode_locator(busy)["inProgress"] == '{"operation":"step"}'
 
 
 def test_locator_updated_is_kept_without_now():
