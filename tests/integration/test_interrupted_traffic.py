@@ -53,7 +53,9 @@ class Rollout:
             self.play("deploy")
 
     def variables(self, version="2.0.0", **extra):
-        return traffic_vars(self.tmp, self.namespace, version, deploy_wait_timeout="10m", **extra)
+        out = traffic_vars(self.tmp, self.namespace, version)
+        out.update(deploy_wait_timeout="10m", **extra)
+        return out
 
     def play(self, name, version="2.0.0", ok=True, **extra):
         run = run_playbook(name, self.inventory, self.variables(version, **extra), self.tmp, limit=self.cluster.name)
@@ -118,7 +120,7 @@ def test_step_killed_after_its_weights_were_written_then_rerun(cluster, inventor
     assert "SIGTERM" in step["reason"] and step["stopped"], step
     outcome = shop.status()
     summary = outcome["history"]["in_progress"]["summary"]
-    assert summary.startswith("step to 10 % interrupted: started %s by %s, not finished (stopped %s: the run was "
+    assert summary.startswith("step to 10 %% interrupted: started %s by %s, not finished (stopped %s: the run was "
                               "stopped (SIGTERM)" % (step["started"], step["by"], step["stopped"])), summary
     assert "the route sends a 90, b 10, target a 90, b 10;" in summary and "rerun the step to 10 %" in summary
     assert outcome["weights"] == {"a": 90, "b": 10} and outcome["history"]["in_service"]["slot"] == "a"
@@ -126,7 +128,7 @@ def test_step_killed_after_its_weights_were_written_then_rerun(cluster, inventor
 
     with AutoController(cluster, shop.ref):
         again = shop.play("traffic", deploy_traffic_operation="step", deploy_traffic_percent=10)
-    assert said(again, "the step to 10 % started %s by %s did not finish: this step to 10 % finishes it"
+    assert said(again, "the step to 10 %% started %s by %s did not finish: this step to 10 %% finishes it"
                 % (step["started"], step["by"])), again.explain()
     assert shop.in_progress() is None and shop.locator()["weight"] == "10" and shop.weights() == {"a": 90, "b": 10}
     record("ansible-playbook's process group SIGKILLed (AWX cancel) during a traffic step, its weights written: "
@@ -157,7 +159,7 @@ def test_step_killed_during_its_scale_up_then_aborted(cluster, inventory_path, n
     step = shop.in_progress()
     with AutoController(cluster, shop.ref):
         aborted = shop.play("traffic", deploy_traffic_operation="abort")
-    assert said(aborted, "the step to 60 % started %s by %s did not finish: this abort of 2.0.0 replaces it"
+    assert said(aborted, "the step to 60 %% started %s by %s did not finish: this abort of 2.0.0 replaces it"
                 % (step["started"], step["by"])), aborted.explain()
     assert shop.weights() == {"a": 100, "b": 0} and shop.replicas("shop-b") == 0 and shop.replicas("shop-a") == 2
     assert shop.in_progress() is None and shop.locator()["candidate"] == ""

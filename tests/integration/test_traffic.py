@@ -505,11 +505,11 @@ def test_a_step_that_fails_after_a_write_says_exactly_what_was_written(cluster, 
         "step", 50, {"a": 50, "b": 50}, {candidate: 2}), "worker-b is HPA-managed: %r" % record
     assert record["stopped"] and "not accepted after 2s" in record["reason"], record
     summary = traffic(cluster, namespace).run("status").history["in_progress"]["summary"]
-    assert summary.startswith("step to 50 % interrupted: started %s by " % record["started"]), summary
+    assert summary.startswith("step to 50 %% interrupted: started %s by " % record["started"]), summary
     assert "the route sends a 50, b 50, target a 50, b 50;" in summary and "rerun the step to 50 %" in summary
     with AutoController(cluster, ref):
         again = traffic(cluster, namespace).run("step", 50)
-    assert "the step to 50 % started %s by %s did not finish: this step to 50 % finishes it" % (
+    assert "the step to 50 %% started %s by %s did not finish: this step to 50 %% finishes it" % (
         record["started"], record["by"]) in again.warnings, again.warnings
     assert "inProgress" not in locator(cluster, namespace)
 
