@@ -521,6 +521,12 @@ def _resource_versions(cluster, namespace, names=("shop-a", "worker-a", "shop-b"
     return out
 
 
+def _observed(route):
+    """The generation the stand-in controller last reported on ``route``."""
+    parents = (route.get("status") or {}).get("parents") or [{}]
+    return min(c.get("observedGeneration") or 0 for c in parents[0].get("conditions") or [{}])
+
+
 def test_retire_is_refused_while_any_rule_still_sends_to_the_slot(cluster, namespace, tmp_path):
     """After the promotion of 2.0.0 (slot b), the route gets a second rule for /api that still sends everything to
     shop-a (one the infrastructure wrote, listing only that slot), then a second weighted rule turned back to slot a
@@ -535,8 +541,9 @@ def test_retire_is_refused_while_any_rule_still_sends_to_the_slot(cluster, names
                                                                              "weight": 0}]):
             rules = [item for item in read(cluster, ref)["spec"]["rules"] if item.get("name") != "api"]
             rules.append({"name": "api", "matches": [api], "backendRefs": backends})
-            cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
-                                 content_type="application/merge-patch+json")
+            generation = cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                                              content_type="application/merge-patch+json").data["metadata"]["generation"]
+            cluster.wait(lambda: _observed(read(cluster, ref)) == generation, what="the controller's status")
             route_before = read(cluster, ref)["metadata"]["resourceVersion"]
             before = _resource_versions(cluster, namespace)
             loc_before = {k: v for k, v in locator(cluster, namespace).items() if not k.startswith("lock")}
