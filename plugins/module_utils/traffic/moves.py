@@ -12,13 +12,18 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity im
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import record_format
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import story
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import check_percent
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import check_percent, describe_share
 
 
 def settle(options):
     """The settle delay: connections drain from workloads the traffic left before they are scaled down."""
     if not options.dry_run and options.settle_delay > 0:
         options.sleep(options.settle_delay)
+
+
+def target_weights(slot, percent):
+    """{slot: percent, other slot: 100 - percent}."""
+    return {slot: percent, slots.other_slot(slot): 100 - percent}
 
 
 def step(traffic, result, percent):
@@ -30,6 +35,9 @@ def step(traffic, result, percent):
     objects = traffic.state.slot_objects(version, slot)
     traffic.router.check(slot, percent)
     proportional = traffic.options.proportional
+    traffic.state.begin("step", result, version=version, slot=slot, percent=percent,
+                        weights=target_weights(slot, percent),
+                        replicas=traffic.scaler.targets(objects, percent) if proportional else {})
     if proportional:
         traffic.scaler.wait_ready(traffic.scaler.resize(objects, percent, result, grow=True))
     traffic.router.set(slot, percent, result)
@@ -48,8 +56,15 @@ def promote(traffic, result, _percent=None):
     version, slot = traffic.state.candidate(data)
     objects = traffic.state.slot_objects(version, slot)
     traffic.router.check(slot, 100)
+    traffic.state.begin("promote", result, version=version, slot=slot, weights=target_weights(slot, 100),
+                        replicas=traffic.scaler.targets(objects, 100))
     traffic.scaler.full_size(objects, result)
     traffic.router.set(slot, 100, result)
+    left = [] if traffic.options.dry_run else traffic.router.sending_to(slots.other_slot(slot))
+    if left:
+        result.warnings.append("the route still sends traffic to slot %s in %s: manent weighs only the rules that "
+                               "list both slots; retire refuses until no rule sends it anything" % (
+                                   slots.other_slot(slot), "; ".join(describe_share(share) for share in left)))
     if traffic.options.dry_run:
         return
     store = traffic.state.store
@@ -74,8 +89,14 @@ def abort(traffic, result, _percent=None):
     stable_objects = traffic.state.slot_objects(data["version"], stable)
     candidate_objects = traffic.state.slot_objects(version, slot)
     traffic.router.check(stable, 100)
+    replicas = traffic.scaler.targets(stable_objects, 100)
+    replicas.update(traffic.scaler.targets(candidate_objects))
+    traffic.state.begin("abort", result, version=version, slot=slot, weights=target_weights(stable, 100),
+                        replicas=replicas)
     traffic.scaler.full_size(stable_objects, result)
     traffic.router.set(stable, 100, result)
+    if not traffic.options.dry_run:
+        traffic.router.refuse_while_sent(slot, stable, "scale down", "abort", "abort")
     settle(traffic.options)
     traffic.scaler.to_zero(candidate_objects, result)
     if traffic.options.dry_run:
@@ -107,6 +128,8 @@ def rollback(traffic, result, _percent=None):
     meta = store.load(replaced, secrets=False)[0]
     objects = traffic.state.slot_objects(replaced, slot)
     traffic.router.check(slot, 100)
+    traffic.state.begin("rollback", result, version=replaced, slot=slot, weights=target_weights(slot, 100),
+                        replicas=traffic.scaler.targets(objects, 100))
     traffic.scaler.full_size(objects, result)
     traffic.router.set(slot, 100, result)
     if traffic.options.dry_run:
