@@ -22,7 +22,9 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import 
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import report
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.evaluate import SUCCESSFUL
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.prometheus import PrometheusClient
-from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import provider_from_params
+from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.masking import MIN_LENGTH
+from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import (
+    CREDENTIAL_HEADERS, provider_from_params)
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.run import analyze, preflight
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 
@@ -31,7 +33,9 @@ PROVIDER_SPEC = {
     "bearer_token": {"type": "str", "no_log": True},
     "username": {"type": "str"},
     "password": {"type": "str", "no_log": True},
+    # no_log keeps the values out of ansible's own logs; module_main leaves the values that are not secret shown
     "headers": {"type": "dict", "no_log": True},
+    "secret_headers": {"type": "list", "elements": "str", "default": []},
     "ca_file": {"type": "path"},
     "insecure_skip_tls_verify": {"type": "bool", "default": False},
     "timeout": {"type": "str", "default": "30s"},
@@ -128,11 +132,21 @@ def warnings(provider):
 
 
 def given_secrets(params):
-    """The credential values as the task gives them (``env:NAME`` and ``file:`` references included)."""
+    """The credential values as the task gives them (``env:NAME`` and ``file:`` references included): the token,
+    the password and the values of the secret headers (provider.py)."""
     provider = (params or {}).get("provider") or {}
     values = [provider.get("bearer_token"), provider.get("password")]
-    values.extend((provider.get("headers") or {}).values())
-    return {str(value) for value in values if value is not None and len(str(value)) >= 4}
+    secret = set(CREDENTIAL_HEADERS) | {str(name).lower() for name in provider.get("secret_headers") or []}
+    values.extend(value for name, value in (provider.get("headers") or {}).items() if str(name).lower() in secret)
+    return {str(value) for value in values if value is not None and len(str(value)) >= MIN_LENGTH}
+
+
+def plain_header_values(params):
+    """The values of the headers that are not secret (a tenant), as given: shown, not masked."""
+    provider = (params or {}).get("provider") or {}
+    secret = set(CREDENTIAL_HEADERS) | {str(name).lower() for name in provider.get("secret_headers") or []}
+    return {str(value) for name, value in (provider.get("headers") or {}).items()
+            if str(name).lower() not in secret and value is not None}
 
 
 def run(params, check_mode=False, clock=time.time, sleep=time.sleep, on_measurement=None, transport=None):
@@ -188,7 +202,10 @@ def _analyze(checks, context, client, settings, clock, sleep, on_measurement, ch
 
 
 def module_main(module):
-    """exit_json / fail_json of a module run (plugins/modules/manent_analysis.py); warnings sent as warnings."""
+    """exit_json / fail_json of a module run (plugins/modules/manent_analysis.py); warnings sent as warnings. The
+    values of the headers that are not secret are taken off ansible's no_log values (``headers`` is no_log as a
+    whole), so that a tenant ``prod`` does not mask every ``prod`` of the result."""
+    module.no_log_values.difference_update(plain_header_values(module.params) - given_secrets(module.params))
     try:
         out = run(module.params, module.check_mode)
     except ManentError as exc:
