@@ -137,16 +137,18 @@ build_helm3() {  # the pinned helm 3: tests render charts with it, make bench ru
   build_simple helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 }
 
-build_prometheus() {  # the Prometheus server that the metric-analysis tests query (hack/prometheus.py starts it)
-  local release v=github.com/prometheus/common/version
-  # Module v0.3MM.P is Prometheus 3.MM.P; the module's VERSION file says which, for the --version output.
-  release="$(cat "$(modroot "$PROMETHEUS_MODULE@$PROMETHEUS_VERSION")/VERSION")"
+build_prometheus() {  # [version] the Prometheus server that the metric-analysis tests query (hack/prometheus.py starts it)
+  local version="${1:-$PROMETHEUS_VERSION}" release v=github.com/prometheus/common/version
+  # Module v0.3MM.P is Prometheus 3.MM.P (v0.MM.P: 2.MM.P); the module's VERSION file says which, for --version.
+  release="$(cat "$(modroot "$PROMETHEUS_MODULE@$version")/VERSION")"
   # The module has no replace directives and needs go >= 1.26.7: the local toolchain builds it as it is.
   # -tags remove_all_sd (Prometheus' own tag): only the static, file and HTTP service discoveries, without the
   # cloud and Kubernetes ones (a third fewer packages to compile); tests scrape static targets.
   # No builtinassets tag: the web UI is not embedded (the module holds only its sources, built with npm). The UI
   # pages then answer 404; the HTTP API (/api/v1/..., /-/ready, /-/reload) is all the tests use.
-  build_simple prometheus "$PROMETHEUS_VERSION" "$PROMETHEUS_MODULE/cmd/prometheus" "-X $v.Version=$release" remove_all_sd
+  # The 2.53 module (go 1.21, two replace directives for klog that only its own build reads) builds the same way;
+  # cold, it downloads and compiles about as much as 3.x (~5-8 min on 2 cores).
+  build_simple prometheus "$version" "$PROMETHEUS_MODULE/cmd/prometheus" "-X $v.Version=$release" remove_all_sd
 }
 
 what="${1:-all}"
@@ -158,6 +160,7 @@ case "$what" in
   all|kubernetes) build_kubernetes ;;&
   all|charts) build_helm3; fetch_public_charts ;;&
   all|prometheus) build_prometheus ;;&
+  all|prometheus-lts) build_prometheus "$PROMETHEUS_LTS_VERSION" ;;&
   # Benchmark peers (make bench), not part of "all": kubectl, and Helm 4 (it applies server-side).
   bench|kubectl) build_kubectl ;;&
   bench|helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \

@@ -4,17 +4,22 @@
 """The role's metric analysis (docs/analysis.md, "In the role") through the playbooks, on the local clusters and
 the real Prometheus of the test rig scraping the traffic exporter: traffic steps gated by checks and promoted, a
 failing candidate aborted by itself, a query refused by the preflight before any change, check mode, the token in
-no output, and deploy waves judged per cluster (a failed wave stops the run, and is rolled back when asked)."""
+no output, and deploy waves judged per cluster (a failed wave stops the run, and is rolled back when asked); an
+endpoint that is not Prometheus fails the preflight with nothing changed."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import re
+import ssl
+import urllib.request
 
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from tests.integration.http_stubs import serve
+from tests.integration.module_helpers import run_module
 from tests.integration.playbook_helpers import (
     labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars, write_inventory)
 from tests.integration.prometheus_helpers import wait_until, within
@@ -315,3 +320,48 @@ def test_bad_analysis_variables_stop_before_any_cluster_is_touched(inventory_pat
     assert "deploy_traffic_steps[0].analysis.on_failure: 'rollback' is not one of abort, pause" in run.output
     assert "deploy_analysis_provider.url: is not set" in run.output
     assert "Traffic | step" not in run.output
+
+
+LOKI_STREAMS = {"status": "success", "data": {"resultType": "streams", "result": [
+    {"stream": {"app": "shop"}, "values": [["1733306400000000000", "GET / 200"]]}]}}
+
+
+def _json(body):
+    return lambda _method, _path, _headers, _body: (200, "application/json", json.dumps(body).encode())
+
+
+def _api_server_version(cluster):
+    """The body of the API server's /version, as it answers it."""
+    request = urllib.request.Request(cluster.url + "/version", headers={"Authorization": "Bearer " + cluster.token})
+    context = ssl.create_default_context(cafile=cluster.ca_file)
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:
+        return json.loads(response.read())
+
+
+def test_an_endpoint_that_is_not_prometheus_fails_the_preflight_with_nothing_changed(
+        clusters, inventory_path, namespaces, tmp_path):
+    """provider.url at another API answering success with data Prometheus never gives (Loki's streams): the role's
+    wave preflight stops the run before any write, saying what was answered and where provider.url must point."""
+    cluster = clusters[0]
+    checks = [{"name": "errors", "query": "sum(rate(http_requests_total[${window}]))", "max": 0.05}]
+    with serve(_json(LOKI_STREAMS)) as url:
+        run = run_playbook("deploy", inventory_path, shop_vars(
+            tmp_path, namespaces, "1.0.0", "hello", deploy_analysis_provider={"url": url, "timeout": "5s"},
+            deploy_wave_analysis=dict(FAST, checks=checks)), tmp_path, limit=cluster.name)
+    assert run.rc != 0, run.explain()
+    assert "analysis preflight failed, nothing was deployed" in run.output, run.explain()
+    assert "not a Prometheus query answer: unknown result type 'streams'" in run.output, run.explain()
+    assert "provider.url must point at Prometheus" in run.output
+    assert run.summary[cluster.name]["status"] == "failed", run.summary
+    assert cluster.get("v1", "ConfigMap", namespaces, "shop-config") is None
+    assert labelled_history(cluster, namespaces, "shop") == []
+    # The same refusal for other answers that are not Prometheus', as the role's preflight task calls the module.
+    others = {"a JSON document": _json({"status": "success", "data": {"foo": 1}}),
+              "the API server's /version": _json(_api_server_version(cluster)),
+              "a web page": lambda *_args: (200, "text/html", b"<html><body><h1>It works!</h1></body></html>")}
+    for what, answer in others.items():
+        with serve(answer) as url:
+            failed, result = run_module("manent_analysis", tmp_path, mode="preflight", checks=checks,
+                                        provider={"url": url, "timeout": "5s"}, context={"namespace": namespaces})
+        assert failed and result["preflight"][0]["outcome"] == "refused", (what, result)
+        assert "not a Prometheus" in result["msg"] and "provider.url" in result["msg"], (what, result["msg"])

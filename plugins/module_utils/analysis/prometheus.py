@@ -56,7 +56,7 @@ _HINTS = {
     "forbidden": "check provider.bearer_token, or provider.username and provider.password, and their rights",
     "redirect": "give the address Prometheus answers on as provider.url",
     "http": "check provider.url: the query API is at <url>%s" % QUERY_PATH,
-    "malformed": "check provider.url points at Prometheus (or an API compatible with it)",
+    "malformed": "provider.url must point at Prometheus (or an API compatible with it)",
 }
 
 
