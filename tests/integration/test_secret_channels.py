@@ -132,10 +132,10 @@ def _echoing_proxy(seen):
         authorization = headers.get("Authorization", "")
         decoded = base64.b64decode(authorization[6:]).decode() if authorization.startswith("Basic ") else ""
         seen.append(authorization)
+        echoed = (authorization, headers.get("X-Api-Key", ""), decoded, html.escape(decoded))
         page = ("<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1>\n"
                 "<pre>Authorization: %s\nX-Api-Key: %s\nuser: %s\nescaped: %s</pre>\n<p>upstream prometheus:9090 "
-                "did not answer</p></body></html>" % (authorization, headers.get("X-Api-Key", ""), decoded,
-                                                       html.escape(decoded)))
+                "did not answer</p></body></html>" % echoed)
         return 502, "text/html", page.encode()
     return answer
 

@@ -35,7 +35,7 @@ PROVIDER_SPEC = {
     "password": {"type": "str", "no_log": True},
     # no_log keeps the values out of ansible's own logs; module_main leaves the values that are not secret shown
     "headers": {"type": "dict", "no_log": True},
-    "secret_headers": {"type": "list", "elements": "str", "default": []},
+    "secret_headers": {"type": "list", "elements": "str", "default": [], "no_log": False},  # names, not values
     "ca_file": {"type": "path"},
     "insecure_skip_tls_verify": {"type": "bool", "default": False},
     "timeout": {"type": "str", "default": "30s"},
