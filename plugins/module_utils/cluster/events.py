@@ -6,8 +6,8 @@ the object it concerns (the history record of a version), and :class:`Recorder` 
 (writes.py). Events are best-effort: a refused or failed write never fails the operation; the first one of a
 Recorder (one per module call) becomes a warning, the others are silent. In a dry run nothing is posted.
 
-The note is masked (every given secret, longest first) before it is cut to the API's 1024 bytes, so that no cut can
-leave the start of a secret unmasked."""
+The note is masked (every form and piece of every given secret: base/masking.py) before it is cut to the API's 1024
+bytes, so that no cut can leave the start of a secret unmasked."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import socket
 import time
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import MANAGED_BY, MANAGER
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.masking import Mask
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 
 API_VERSION = "events.k8s.io/v1"
@@ -24,7 +25,6 @@ NORMAL, WARNING = "Normal", "Warning"
 NOTE_LIMIT = 1024  # bytes (validation of events.k8s.io/v1)
 FIELD_LIMIT = 128  # reportingInstance, action, reason
 NAME_LIMIT = 253
-MASK = "********"
 CUT = "..."
 
 # reason -> (action, type): the operations whose completion is recorded
@@ -52,11 +52,9 @@ def record_ref(namespace, name, uid=""):
     return out
 
 
-def masked(text, secrets=()):
-    """``text`` with every one of ``secrets`` (longest first) replaced by ********."""
-    for secret in sorted({str(s) for s in secrets or () if s}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text
+def masker(secrets):
+    """The base/masking.Mask of ``secrets`` (credential values, or a Mask already)."""
+    return secrets if isinstance(secrets, Mask) else Mask(secrets or ())
 
 
 def cut(text, limit):
@@ -75,7 +73,8 @@ def micro_time(epoch):
 
 def event(regarding, reason, note, instance, epoch, secrets=()):
     """The events.k8s.io/v1 Event body of ``reason`` (one of REASONS) about ``regarding`` (an object reference with
-    namespace and name), in the namespace of ``regarding``; ``note`` masked, then cut to the API's limit."""
+    namespace and name), in the namespace of ``regarding``; ``note`` masked (``secrets``: values or a Mask), then cut
+    to the API's limit."""
     action, kind = REASONS[reason]
     stamp = "%x" % int(epoch * 1e9)
     prefix = regarding["name"][:NAME_LIMIT - len(stamp) - 1].rstrip(".-")
@@ -88,7 +87,7 @@ def event(regarding, reason, note, instance, epoch, secrets=()):
         "reportingInstance": cut(instance or "unknown", FIELD_LIMIT),
         "action": action, "reason": reason, "type": kind,
         "regarding": dict(regarding),
-        "note": cut(" ".join(masked(str(note), secrets).split()), NOTE_LIMIT),
+        "note": cut(" ".join(masker(secrets)(str(note)).split()), NOTE_LIMIT),
     }
 
 
@@ -98,12 +97,12 @@ def path_of(namespace):
 
 class Recorder:
     """Posts the Events of one module call with ``kube`` (base/client.py Kube). ``dry_run``: nothing is posted.
-    ``secrets``: values masked in every note. ``posted`` lists the events accepted, in order."""
+    ``secrets``: values (or a base/masking.Mask) masked in every note. ``posted`` lists the events accepted, in order."""
 
     def __init__(self, kube, dry_run=False, secrets=(), instance=None, clock=time.time):
         self.kube = kube
         self.dry_run = dry_run
-        self.secrets = tuple(secrets or ())
+        self.secrets = masker(secrets)
         self.instance = instance or socket.gethostname()
         self.clock = clock
         self.warned = False
@@ -124,7 +123,7 @@ class Recorder:
                     "the Kubernetes Event %s could not be recorded in namespace %s, nor will later ones of this task "
                     "be (the operation itself is not affected): %s; grant create on events.k8s.io events in that "
                     "namespace to record the rollout's story (docs/events.md)"
-                    % (reason, body["metadata"]["namespace"], masked(_said(exc), self.secrets)))
+                    % (reason, body["metadata"]["namespace"], self.secrets(_said(exc))))
             self.warned = True
             return False
         self.posted.append(body)

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import time
 
-from ansible.module_utils.common.parameters import remove_values
-
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import params as from_params
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import report
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.evaluate import SUCCESSFUL
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.prometheus import PrometheusClient
-from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import provider_from_params
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.masking import MIN_LENGTH, Mask
+from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import (
+    CREDENTIAL_HEADERS, provider_from_params)
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.run import analyze, preflight
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES, Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
@@ -36,7 +36,9 @@ PROVIDER_SPEC = {
     "bearer_token": {"type": "str", "no_log": True},
     "username": {"type": "str"},
     "password": {"type": "str", "no_log": True},
+    # no_log keeps the values out of ansible's own logs; module_main leaves the values that are not secret shown
     "headers": {"type": "dict", "no_log": True},
+    "secret_headers": {"type": "list", "elements": "str", "default": [], "no_log": False},  # names, not values
     "ca_file": {"type": "path"},
     "insecure_skip_tls_verify": {"type": "bool", "default": False},
     "timeout": {"type": "str", "default": "30s"},
@@ -103,6 +105,7 @@ ANALYSIS_SPEC = {
 # The cluster connection (the collection's action group), used only to record the verdict's Event (``events``).
 CLUSTER_SPEC = dict(mc.CONNECTION_SPEC, api_server={"type": "str"})
 
+REFERENCES = ("file:", "env:")  # base/credentials.py
 INSECURE_WARNING = ("TLS verification of Prometheus %s is turned off (provider.insecure_skip_tls_verify): anyone on "
                     "the network path can read the credentials and answer in Prometheus' place, deciding the "
                     "analysis; give the CA as provider.ca_file instead, and keep this for development only")
@@ -146,11 +149,23 @@ def warnings(provider):
 
 
 def given_secrets(params):
-    """The credential values as the task gives them (``env:NAME`` and ``file:`` references included)."""
+    """The credential values as the task gives them: the token, the password and the values of the secret headers
+    (provider.py). ``env:NAME`` and ``file:`` references are no secrets (the values they resolve to are, which the
+    client masks): a message may name the file."""
     provider = (params or {}).get("provider") or {}
     values = [provider.get("bearer_token"), provider.get("password")]
-    values.extend((provider.get("headers") or {}).values())
-    return {str(value) for value in values if value is not None and len(str(value)) >= 4}
+    secret = set(CREDENTIAL_HEADERS) | {str(name).lower() for name in provider.get("secret_headers") or []}
+    values.extend(value for name, value in (provider.get("headers") or {}).items() if str(name).lower() in secret)
+    return {str(value) for value in values if value is not None and len(str(value)) >= MIN_LENGTH
+            and not str(value).startswith(REFERENCES)}
+
+
+def plain_header_values(params):
+    """The values of the headers that are not secret (a tenant), as given: shown, not masked."""
+    provider = (params or {}).get("provider") or {}
+    secret = set(CREDENTIAL_HEADERS) | {str(name).lower() for name in provider.get("secret_headers") or []}
+    return {str(value) for name, value in (provider.get("headers") or {}).items()
+            if str(name).lower() not in secret and value is not None}
 
 
 def run(params, check_mode=False, clock=time.time, sleep=time.sleep, on_measurement=None, transport=None):
@@ -162,7 +177,7 @@ def run(params, check_mode=False, clock=time.time, sleep=time.sleep, on_measurem
     checks = from_params.checks_from_params(params.get("checks"), settings, context)
     provider = provider_from_params(params.get("provider"))
     client = PrometheusClient(provider, transport)
-    secrets.update(client.secrets)
+    secrets = Mask(secrets | client.secrets)
     try:
         if params.get("mode") == "preflight":
             return _preflight(checks, context, client, settings, clock, provider, secrets)
@@ -175,8 +190,20 @@ def run(params, check_mode=False, clock=time.time, sleep=time.sleep, on_measurem
 
 
 def mask(value, secrets):
-    """``value`` (a string, or a result) with every one of ``secrets`` masked."""
-    return remove_values(value, sorted(secrets, key=len, reverse=True)) if secrets else value
+    """``value`` (a string, or a result: its strings, keys included) with every one of ``secrets`` (values, or a
+    masking.Mask) masked in every form, and every piece of one (masking.Mask)."""
+    masker = secrets if isinstance(secrets, Mask) else Mask(secrets)
+    return _masked(value, masker) if masker else value
+
+
+def _masked(value, masker):
+    if isinstance(value, str):
+        return masker(value)
+    if isinstance(value, dict):
+        return {_masked(key, masker): _masked(item, masker) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(item, masker) for item in value]
+    return value
 
 
 def _preflight(checks, context, client, settings, clock, provider, secrets):
@@ -232,7 +259,10 @@ def tell(params, out, check_mode, secrets):
 
 
 def module_main(module):
-    """exit_json / fail_json of a module run (plugins/modules/manent_analysis.py); warnings sent as warnings."""
+    """exit_json / fail_json of a module run (plugins/modules/manent_analysis.py); warnings sent as warnings. The
+    values of the headers that are not secret are taken off ansible's no_log values (``headers`` is no_log as a
+    whole), so that a tenant ``prod`` does not mask every ``prod`` of the result."""
+    module.no_log_values.difference_update(plain_header_values(module.params) - given_secrets(module.params))
     try:
         out = run(module.params, module.check_mode)
     except ManentError as exc:
