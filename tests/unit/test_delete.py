@@ -149,6 +149,9 @@ def test_delete_applied_leaves_an_object_replaced_or_changed_by_someone_else(liv
 
 def test_delete_applied_of_an_object_gone_or_changed_meanwhile():
     assert _delete_applied(None, _copy()) == ((False, ""), [])
+    deleting = _copy()
+    deleting["metadata"]["deletionTimestamp"] = "2026-12-07T00:00:00Z"
+    assert _delete_applied(deleting, _copy()) == ((False, ""), [])
     assert _delete_applied(_copy(), _copy(), missing=True)[0] == (False, "")
     assert _delete_applied(_copy(), _copy(), conflict=True)[0] == (False, "changed while it was being deleted")
 

@@ -66,13 +66,13 @@ class Deleter:
     def delete_applied(self, obj, applied=None, wait=True):
         """Delete ``obj`` as this deploy left it. ``applied``: the server's answer to this deploy's apply of it;
         None when the deploy found it unchanged and wrote nothing (then its live copy must still hold ``obj``).
-        Returns (True, "") once deleted, (False, "") when it is gone already, (False, why) when it is left: another
-        object of its name replaced it, or someone else changed it since (only the server's own fields, such as
-        status, may differ from the apply's answer)."""
+        Returns (True, "") once deleted, (False, "") when it is gone or being deleted already, (False, why) when it
+        is left: another object of its name replaced it, or someone else changed it since (only the server's own
+        fields, such as status, may differ from the apply's answer)."""
         live = self.reader.get(obj)
-        if live is None:
+        meta = metadata(live or {})
+        if live is None or meta.get("deletionTimestamp"):
             return False, ""
-        meta = metadata(live)
         if applied is None:
             if not holds(obj, live):
                 return False, "it no longer holds what this deploy found unchanged"

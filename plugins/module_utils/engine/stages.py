@@ -117,9 +117,9 @@ def failed(live):
 
 
 def apply_policies(deleter, ran, changes, applied=None, failing=()):
-    """The delete policies that act once a stage is done, as Helm applies its hooks' at the end of an event: each
-    object of ``ran`` ([(object, waited)] in apply order) whose outcome was success and that has ``succeeded``, or
-    whose outcome was failure and that has ``failed``, is deleted, in reverse apply order (:func:`outcome`;
+    """The delete policies that act once a stage is done, as Helm applies those of its hooks at the end of an event:
+    each object of ``ran`` ([(object, waited)] in apply order) whose outcome was success and that has ``succeeded``,
+    or whose outcome was failure and that has ``failed``, is deleted, in reverse apply order (:func:`outcome`;
     ``failing``: the objects of the group whose wait failed). A Job or Pod is deleted with the uid of the live
     copy that was judged; any other object as this deploy left it (delete.Deleter.delete_applied, ``applied``: the
     apply answers, Applier.applied): one replaced or changed by someone else since is left, and said so. A Change
@@ -138,7 +138,7 @@ def apply_policies(deleter, ran, changes, applied=None, failing=()):
             try:
                 gone, why = deleter.delete(obj, wait=False, uid=(live.get("metadata") or {}).get("uid")), ""
             except ConflictError:
-                gone, why = False, "another object of its name replaced the one that %s" % policy
+                gone, why = False, "another object of its name replaced the one judged"
         else:
             gone, why = deleter.delete_applied(obj, (applied or {}).get(key_of(obj)))
         if gone:
