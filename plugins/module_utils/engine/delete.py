@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiversions, lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, ConflictError, NotFoundError
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import annotations, metadata, ref, split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import annotations as annotations_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import metadata, ref, split_api_version
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.diff import normalize
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import holds
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import poll
@@ -135,7 +136,7 @@ def _changed(obj, applied, live):
 def _comparable(obj, copy):
     out = normalize(copy)
     meta = out.get("metadata") or {}
-    own = annotations(obj)
+    own = annotations_of(obj)
     kept = {key: value for key, value in (meta.get("annotations") or {}).items()
             if key in own or not key.split("/", 1)[0].endswith("kubernetes.io") or "/" not in key}
     if kept:
