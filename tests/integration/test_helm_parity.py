@@ -67,7 +67,7 @@ def two_namespaces(clusters):
     """Two fresh namespaces on the second cluster (the public chart tests use the last one: external-dns's CRD is
     one object per cluster), deleted after the test."""
     cluster = clusters[1]
-    names = ["t-" + uuid.uuid4().hex[:10] for _ in range(2)]
+    names = ["t-" + uuid.uuid4().hex[:10], "t-" + uuid.uuid4().hex[:10]]
     for name in names:
         cluster.create_namespace(name)
     yield cluster, names

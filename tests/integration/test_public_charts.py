@@ -31,6 +31,7 @@ from tests.integration.playbook_helpers import artifact, base_vars, run_playbook
 from tests.integration.public_chart_helpers import (
     SPANS_NAMESPACES, apply_result, cases, cleanup, deleted_by_policy, hook_succeeded_left, stages)
 
+
 def _assert_admission_hooks_deleted(cluster, ns, run):
     """After an install or upgrade of ingress-nginx: no object whose helm.sh/hook-delete-policy says hook-succeeded
     is left (as after helm install), and the result lists the deletion of each: its admission RBAC (hooks of the

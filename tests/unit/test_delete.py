@@ -136,8 +136,8 @@ def test_delete_applied_ignores_what_the_server_and_kubernetes_components_write_
 
 @pytest.mark.parametrize("live, why", [
     (_copy(uid="u-2"), "another object of its name replaced the one this deploy applied"),
-    (_copy(rv="11", managers=("manent", "kubectl-edit"), rules=[{"apiGroups": ["*"], "resources": ["*"],
-                                                                  "verbs": ["*"]}]),
+    (_copy(rv="11", managers=("manent", "kubectl-edit"),
+           rules=[{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
      "changed since this deploy applied it (by kubectl-edit)"),
     (_copy(rv="11", managers=("manent", "kubectl-annotate"), annotations={"team": "a"}),
      "changed since this deploy applied it (by kubectl-annotate)"),

@@ -374,8 +374,8 @@ def test_a_workload_of_the_failed_group_is_judged_by_its_status():
 
     with pytest.raises(WaitError):
         stages.run(stages.plan(objects, "install")[0], lambda objs: None, wait, deleter, changes)
-    assert [(c.subject, c.reason) for c in changes] == [("Deployment/n/down", "delete-policy failed"),
-                                                       ("Deployment/n/up", "delete-policy succeeded")]
+    assert [(c.subject, c.reason) for c in changes] == [
+        ("Deployment/n/down", "delete-policy failed"), ("Deployment/n/up", "delete-policy succeeded")]
 
 
 def test_a_main_stage_without_wait_deletes_only_what_needs_no_wait():

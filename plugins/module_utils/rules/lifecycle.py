@@ -326,8 +326,8 @@ def lint(obj):
             warnings.append(str(err))
     if warnings:
         return warnings
-    if is_crd(obj) and _delete_policies(obj) and (_annotation(obj, DELETE_POLICY)[0]
-                                                 or HOOK_DELETE_POLICY_ANNOTATION in annotations_of(obj)):
+    explicit = _annotation(obj, DELETE_POLICY)[0] or HOOK_DELETE_POLICY_ANNOTATION in annotations_of(obj)
+    if is_crd(obj) and explicit and _delete_policies(obj):
         warnings.append("%s: a CustomResourceDefinition is never deleted by a delete policy (deleting it would "
                         "delete every object of its kinds; Helm does not either): its delete policy is ignored"
                         % subject)
