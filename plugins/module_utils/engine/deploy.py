@@ -104,6 +104,7 @@ class Deployer:
         finally:
             self.applier.known.forget_snapshot()
             self.applier.known.forget_absent()
+            self.applier.applied.clear()
 
     def apply_group(self, objects, changes):
         """One weight group of a stage, tier by tier (Namespaces were applied first); CRDs until Established."""
