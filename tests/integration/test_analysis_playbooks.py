@@ -23,7 +23,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import wait
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
-from tests.integration.http_stubs import echoing_proxy, leaked_pieces, serve
+from tests.http_stubs import echoing_proxy, leaked_pieces, serve
 from tests.integration.module_helpers import run_module
 from tests.integration.playbook_helpers import (
     labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars, write_inventory)

@@ -15,11 +15,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import bundle as bundles
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from tests.integration.deploy_helpers import render_bundle
-from tests.integration.kube import can_list
+from tests.integration.kube import deployer_token
 from tests.integration.module_helpers import run_module
 from tests.integration.deploy_helpers import KEY
 from tests.integration.playbook_helpers import run_history_module, run_playbook, traffic_vars
@@ -159,32 +158,13 @@ def test_a_failed_deploy_and_its_rollback_are_told(cluster, namespace, tmp_path)
     assert told[1]["regarding"]["name"] != told[2]["regarding"]["name"] == told[0]["regarding"]["name"]
 
 
-NO_EVENTS = [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"], "verbs": ["*"]},
-             {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]
-
-
-def deployer_token(cluster, namespace, rules):
-    """The token of user manent-deployer, bound to a Role of ``rules`` in ``namespace`` only."""
-    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
-        token = handle.read().strip()
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                   "metadata": {"name": "deployer", "namespace": namespace}, "rules": rules})
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": "deployer", "namespace": namespace},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "manent-deployer"}]})
-    with Kube(cluster.connection(token=token)) as kube:
-        cluster.wait(lambda: can_list(kube, namespace), what="RBAC for manent-deployer")
-    return token
-
-
 def warning_text(warning):
     """A module's warning as text (ansible-core 2.19+ returns it as a WarningSummary)."""
     return warning if isinstance(warning, str) else (warning.get("event") or {}).get("msg", "")
 
 
 def test_a_token_that_may_not_create_events_still_deploys_with_one_warning(cluster, namespace, tmp_path):
-    token = deployer_token(cluster, namespace, NO_EVENTS)
+    token = deployer_token(cluster, namespace)  # no right on events
     for version in ("1.0.0", "2.0.0"):
         path = str(tmp_path / ("bundle-%s.json" % version))
         bundles.write(render_bundle(cluster, tmp_path, [configmap("cfg", v=version)], namespace, version=version),

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.integration.http_stubs import serve
+from tests.http_stubs import serve
 from tests.integration.module_helpers import run_module
 from tests.integration.prometheus_helpers import start_instance, wait_until, within
 

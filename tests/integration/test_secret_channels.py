@@ -19,7 +19,7 @@ import stat
 import pytest
 
 from tests.helpers import helm_binary
-from tests.integration.http_stubs import echoing_proxy, leaked_pieces, serve
+from tests.http_stubs import echoing_proxy, leaked_pieces, serve
 from tests.integration.playbook_helpers import (
     artifact, base_vars, labelled_history, run_playbook, shop_vars, write_inventory)
 from tests.integration.module_helpers import packaged_chart

@@ -15,17 +15,15 @@ failed task, which would show a value written literally there, whatever the modu
 from __future__ import annotations
 
 import base64
-import contextlib
-import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 
 import pytest
 
+from tests.http_stubs import echoing_proxy, leaked_pieces, serve
 from tests.unit.analysis_fakes import PASSWORD, TOKEN
 
 pytestmark = pytest.mark.slow
@@ -96,39 +94,6 @@ LONG_TOKEN = "".join("lt%05dZ" % (n * 7919 % 99991) for n in range(75))  # 600 c
 HARD_PASSWORD = 'hp\\"q83be17-x"\\'
 
 
-class _Echo(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802  (http.server's name)
-        authorization = self.headers.get("Authorization", "")
-        decoded = base64.b64decode(authorization[6:]).decode() if authorization.startswith("Basic ") else ""
-        page = ("<html><h1>502 Bad Gateway</h1><pre>Authorization: %s\nuser: %s</pre></html>"
-                % (authorization, decoded)).encode()
-        self.send_response(502)
-        self.send_header("Content-Length", str(len(page)))
-        self.end_headers()
-        self.wfile.write(page)
-
-    def log_message(self, *_args):
-        pass
-
-
-@contextlib.contextmanager
-def echoing_proxy():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield "http://127.0.0.1:%d" % server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def pieces(*secrets):
-    """Every piece of 8 characters of each secret, as given and JSON or Python escaped."""
-    forms = {form for secret in secrets for form in (secret, json.dumps(secret)[1:-1], repr(secret)[1:-1])}
-    return {form[i:i + 8] for form in forms for i in range(len(form) - 7)}
-
-
 def test_credentials_are_absent_from_the_output_with_vvv(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -139,7 +104,7 @@ def test_credentials_are_absent_from_the_output_with_vvv(tmp_path):
     vars_file.write_text(json.dumps({"prometheus_token": TOKEN, "tenant": TENANT, "long_token": LONG_TOKEN,
                                      "hard_password": HARD_PASSWORD}))
     playbook = tmp_path / "analysis.yml"
-    with echoing_proxy() as proxy:
+    with serve(echoing_proxy([])) as proxy:
         playbook.write_text(PLAYBOOK % {"url": url, "vars_file": vars_file, "password_file": password_file,
                                         "proxy": proxy})
         env = dict(os.environ, PROM_TOKEN=TOKEN, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", no_proxy="*")
@@ -155,5 +120,5 @@ def test_credentials_are_absent_from_the_output_with_vvv(tmp_path):
     for secret in (TOKEN, PASSWORD, TENANT):
         assert secret not in output
     basic = base64.b64encode(("manent:" + HARD_PASSWORD).encode()).decode()
-    leaked = sorted(piece for piece in pieces(LONG_TOKEN, HARD_PASSWORD, basic) if piece in output)
+    leaked = leaked_pieces(output, [LONG_TOKEN, HARD_PASSWORD, basic])
     assert len(leaked) == 0, "%d pieces of the credentials in the output" % len(leaked)
