@@ -70,7 +70,9 @@ def test_first_acquire_creates_the_locked_locator(cluster, namespace):
                           "lockSince": "2024-05-01T12:00:00Z", "lockExpires": "2024-05-01T12:15:00Z",
                           "candidate": "", "candidateDeployment": "", "candidateRecord": "", "candidateSlot": "",
                           "weight": "", "promoted": "", "retired": ""}
-    assert got == dict(cm["data"], name=cm["metadata"]["name"], resourceVersion=cm["metadata"]["resourceVersion"])
+    # the fields written only when set read as ''
+    assert got == dict(cm["data"], artifactSha256="", inProgress="", name=cm["metadata"]["name"],
+                       resourceVersion=cm["metadata"]["resourceVersion"])
     assert history.locator() == got
     assert history.in_service() is None
     assert history.records() == []
@@ -221,7 +223,8 @@ def test_save_mark_promote_round_trip(cluster, namespace):
     assert history.in_service() is None
 
     history.promote(v1, None)
-    assert history.in_service() == {"version": "1.0.0", "deployment": "deploy-1", "slot": "", "record": name1}
+    assert history.in_service() == {"version": "1.0.0", "deployment": "deploy-1", "artifact": "ab" * 32, "slot": "",
+                                    "record": name1}
     meta, objects = history.load("1.0.0")
     assert meta["status"] == "deployed" and meta["replaced"] == "" and meta["artifactSha256"] == "ab" * 32
     assert objects == v1_objects
@@ -236,7 +239,10 @@ def test_save_mark_promote_round_trip(cluster, namespace):
         {"version": "2.0.0", "deployment": "deploy-2", "record": name2, "slot": "b", "replaced": "1.0.0",
          "replacedRecord": name1}
     assert located["lockHolder"] == "deploy-1"  # promotion keeps the lock
-    assert later.in_service() == {"version": "2.0.0", "deployment": "deploy-2", "slot": "b", "record": name2}
+    # saved without an artifact's sha256: in service, none is recorded (the one of 1.0.0 is not kept)
+    assert later.in_service() == {"version": "2.0.0", "deployment": "deploy-2", "artifact": "", "slot": "b",
+                                  "record": name2}
+    assert "artifactSha256" not in get_cm(cluster, namespace, located["name"])["data"]
     assert later.previous_objects() == v2_objects
     assert [(r["version"], r["status"], r["replaced"]) for r in later.records()] == \
         [("2.0.0", "deployed", "1.0.0"), ("1.0.0", "superseded", "")]
