@@ -68,9 +68,9 @@ def _common(v):
          "host %s uses plain http; use the host name or an https:// URL" % host),
         ("manent_client_key", has_cert == has_key,
          "host %s sets only one of manent_client_cert and manent_client_key; set both or neither" % host),
-        ("manent_token", bool(_text(v.get("token"))) or has_cert,
+        ("manent_token", bool(_text(v.get("token"))) or has_cert or v.get("kubeconfig") is True,
          "host %s has neither a token nor a client certificate; set manent_token (vault string, file:/path or "
-         "env:NAME) or manent_client_cert and manent_client_key" % host),
+         "env:NAME), manent_client_cert and manent_client_key, or manent_kubeconfig" % host),
     ]
 
 
@@ -169,7 +169,7 @@ def manent_preflight(values, parts=None):
     """The rules of the role's preflight that ``values`` break, as "variable: what to do" lines; the common rules
     always, the rules of ``parts`` ("artifact", "apply") too, by default the parts whose values are given.
     ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
-    api_server, client_cert, client_key, token; artifact, artifact_types, artifact_name, version, source, sha256
+    api_server, client_cert, client_key, token, kubeconfig (whether one is set); artifact, artifact_types, artifact_name, version, source, sha256
     (artifact); concurrency (apply); analysis_context, analysis_provider_url, traffic_analysis, traffic_steps,
     wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
