@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.client impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import locator, record_status
+from tests.reliability import record
 from tests.integration.playbook_helpers import (
     SHOP_SECRET, artifact, base_vars, labelled_history, resource_versions, run_playbook, start_playbook,
     write_manifest)
@@ -42,6 +43,13 @@ RULES = [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"],
 
 def _service_account(cluster, namespace, name):
     cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}})
+
+
+def grant(cluster, namespace, accounts):
+    """ServiceAccounts ``accounts`` in ``namespace``, bound to the deploy's Role there."""
+    for name in accounts:
+        _service_account(cluster, namespace, name)
+    _rbac(cluster, namespace, accounts)
 
 
 def _rbac(cluster, namespace, accounts):
@@ -165,6 +173,12 @@ def test_exec_credentials_renewed_through_a_deploy_and_a_rollback(cluster, names
     for run in runs:
         for text, what in ((first.output, "-vvv output"), (second.output + back.output, "output"), (summary, "summary")):
             _no_piece(run["token"], text, "the exec token in the " + what)
+    detail = "4 s credentials: %d plugin runs in %.0f s (deploy -vvv, deploy, rollback)" % (len(runs), elapsed)
+    print(detail)
+    record("fault", "exec credential expiring every 4 s renewed through a deploy and a rollback", True, detail=detail,
+           source=__name__)
+    record("secret", "exec plugin token: no 8-character piece in stdout, -vvv, results or the summary", True,
+           source=__name__)
 
 
 def test_rotated_service_account_picked_up_after_a_401(cluster, namespace, inventory_path, tmp_path):
@@ -207,6 +221,8 @@ def test_rotated_service_account_picked_up_after_a_401(cluster, namespace, inven
     assert locator(cluster, namespace, KEY)["version"] == "2.0.0"
     assert record_status(cluster, namespace, "2.0.0", KEY) == "deployed"
     assert not locator(cluster, namespace, KEY).get("lockHolder")
+    record("fault", "ServiceAccount of the exec token deleted mid-wait: 401, plugin run again, deploy finished", True,
+           detail="plugin runs: %s" % [run["sa"] for run in runs], source=__name__)
 
 
 def test_failing_plugins_stop_their_cluster_before_any_write(cluster, namespace, inventory_path, tmp_path):
@@ -228,6 +244,8 @@ def test_failing_plugins_stop_their_cluster_before_any_write(cluster, namespace,
     assert "/nonexistent/kube-login" in run.output and HINT in run.output
     assert "secret-stderr" not in run.output and "garbage-output" not in run.output
     assert resource_versions(cluster, namespace) == before
+    record("fault", "exec plugin missing, failing, printing garbage: cluster stopped before any write, command, "
+           "context and installHint named, stderr not shown", True, source=__name__)
 
 
 class _Connect(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -300,6 +318,8 @@ def test_kubeconfig_variants(clusters, tmp_path):
         proxy = "http://127.0.0.1:%d" % server.server_address[1]
         assert _version(kubeconfig(c, tmp_path / "proxy", user, **{"proxy-url": proxy}))[0] == 1
         assert server.tunnels and server.tunnels[0].endswith(c.url.rsplit(":", 1)[1]), server.tunnels
+        record("tls", "kubeconfig: CA data and file, tokenFile, tls-server-name (right and wrong), proxy-url (CONNECT), "
+               "minimal CAs on Python %d.%d" % sys.version_info[:2], True, source=__name__)
     finally:
         server.shutdown()
         server.server_close()

@@ -9,6 +9,7 @@ import json
 from datetime import datetime, timezone
 
 import pytest
+import urllib3
 import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base import exec_credentials, kubeconfig
@@ -212,3 +213,84 @@ def test_module_options_kubeconfig_or_static():
     assert options.server == "https://x" and not options.kubeconfig
     warning = common.connection_warnings(both)[0]
     assert "manent_kubeconfig" in warning and "manent_api_server, token are used" in warning and SECRET not in warning
+
+
+class FakeAnswer:
+    def __init__(self, status, body):
+        self.status = status
+        self.data = json.dumps(body).encode()
+        self.headers = urllib3.HTTPHeaderDict()
+
+    def release_conn(self):
+        pass
+
+    def close(self):
+        pass
+
+    def stream(self, amt=None, decode_content=True):
+        yield self.data + b"\n"
+
+
+class FakePool:
+    """Answers 401 to any token but ``valid[0]``; records the tokens sent."""
+
+    def __init__(self):
+        self.valid = ["tok-1"]
+        self.sent = []
+
+    def request(self, method, url, **kw):
+        token = kw["headers"].get("Authorization", "")[len("Bearer "):]
+        self.sent.append(token)
+        if token != self.valid[0]:
+            return FakeAnswer(401, {"kind": "Status", "message": "Unauthorized", "code": 401})
+        return FakeAnswer(200, {"type": "ADDED", "object": {}} if "watch" in url else {"major": "1", "minor": "34"})
+
+    def clear(self):
+        pass
+
+
+def kube_with(exec_auth):
+    from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube
+    kube = Kube(ConnectionOptions(server="", kubeconfig=doc(), retries=1, retry_time=0))
+    kube._source, kube.target = exec_auth, exec_auth.target  # pylint: disable=protected-access
+    kube._pool = FakePool()  # pylint: disable=protected-access
+    return kube
+
+
+def test_requests_and_watches_renew_after_a_401_once():
+    clock = Clock()
+    exec_auth, seen = auth(clock, [credential(clock, 600)])
+    kube = kube_with(exec_auth)
+    pool = kube._pool  # pylint: disable=protected-access
+    assert kube.get_json("/version")["minor"] == "34" and pool.sent == ["tok-1"]
+    for _ in range(20):
+        kube.get_json("/version")
+    assert len(seen) == 1  # no plugin run per request
+    pool.valid[0] = "tok-2"  # the credential was revoked: the plugin's next one works
+    assert kube.get_json("/version")["minor"] == "34" and pool.sent[-2:] == ["tok-1", "tok-2"] and len(seen) == 2
+    pool.valid[0] = "tok-3"  # a WATCH opened with a refused credential resumes with a fresh one
+    events = list(kube.stream("/api/v1/pods", query={"watch": "1"}).events())
+    assert events == [{"type": "ADDED", "object": {}}] and pool.sent[-2:] == ["tok-2", "tok-3"] and len(seen) == 3
+    pool.valid[0] = "never"  # the fresh credential is refused too: reported, the plugin ran once more only
+    with pytest.raises(Exception) as err:
+        kube.get_json("/version")
+    assert getattr(err.value, "status", None) == 401 and "newly obtained credential" in str(err.value)
+    assert len(seen) == 4
+
+
+def test_expiry_renews_between_requests():
+    clock = Clock()
+    exec_auth, seen = auth(clock, [credential(clock, 10)])
+    kube = kube_with(exec_auth)
+    pool = kube._pool  # pylint: disable=protected-access
+    kube.get_json("/version")
+    clock.now += 9.5  # within the last tenth of its 10 s
+    pool.valid[0] = "tok-2"
+    kube.get_json("/version")
+    assert pool.sent == ["tok-1", "tok-2"] and len(seen) == 2
+
+
+def test_static_options_keep_no_changing_credential():
+    from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube
+    kube = Kube(ConnectionOptions(server="https://k8s.example.com", token=SECRET))
+    assert kube._source is None and kube._headers("application/json")["Authorization"] == "Bearer " + SECRET  # pylint: disable=protected-access

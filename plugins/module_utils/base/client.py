@@ -337,6 +337,7 @@ class Kube:
         self._ca_path = cfg.ssl_ca_cert
         self._pool = self._make_pool(cfg)
         self._cert = ""  # the client certificate of the exec credential the pool presents
+        self._old_pools = []  # pools replaced by one presenting a new certificate: cleared at close
         self._cert_lock = threading.Lock()
         self._version = None
         self._reached = False  # the server answered once: a later outage is waited for (retry_time)
@@ -395,7 +396,7 @@ class Kube:
             cfg.key_file = self._pem_file("exec-client.key", cred.client_key, "the exec plugin's client key")
             old, self._pool = self._pool, self._make_pool(cfg)
             self._cert = cred.client_cert
-            self._old_pools = getattr(self, "_old_pools", []) + [old]  # requests in flight finish on it
+            self._old_pools.append(old)  # requests in flight finish on it
 
     def _renew(self, refused, policy, err):
         """After a 401: whether a new credential was obtained for another attempt (once per request)."""

@@ -211,8 +211,8 @@ class ExecAuth:
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
             data = json.loads(AESGCM(_SHARED["key"]).decrypt(blob[:12], blob[12:], self.key.encode()))
             return Credential(**data)
-        except Exception:  # pylint: disable=broad-except - missing, another run's, damaged: the plugin runs
-            return None
+        except Exception:  # pylint: disable=broad-except
+            return None  # missing, another run's, damaged: the plugin runs
 
     def _share(self, cred):
         path = self._path()

@@ -234,8 +234,9 @@ def _exec(target, spec, where, base_dir):
         raise InputError("%s has no command" % target.where(where + ".command"), subject="kubeconfig")
     api_version = str(spec.get("apiVersion") or "")
     if api_version not in EXEC_API_VERSIONS:
-        raise InputError("%s: apiVersion %r is not supported (%s are)" % (target.where(where + ".apiVersion"),
-                                                                        api_version, ", ".join(EXEC_API_VERSIONS)),
+        field_name = target.where(where + ".apiVersion")
+        supported = ", ".join(EXEC_API_VERSIONS)
+        raise InputError("%s: apiVersion %r is not supported (%s are)" % (field_name, api_version, supported),
                          subject="kubeconfig")
     mode = str(spec.get("interactiveMode") or "IfAvailable")
     if mode == "Always":
