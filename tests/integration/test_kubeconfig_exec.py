@@ -323,3 +323,19 @@ def test_kubeconfig_variants(clusters, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_todays_variables_win_over_a_kubeconfig_with_a_warning(cluster, namespace, inventory_path, tmp_path):
+    """A host of the clusters' inventory (manent_api_server, manent_token, manent_ca_file) that also sets
+    manent_kubeconfig, whose plugin is missing: reached as before, and warned that both are set."""
+    from tests.integration.playbook_helpers import write_inventory
+    plugin = Plugin(cluster, namespace, tmp_path / "plugin", lifetime=60)
+    config = kubeconfig(cluster, tmp_path / "kubeconfig", exec_user(plugin, command="/nonexistent/kube-login"))
+    inv = write_inventory(inventory_path, str(tmp_path / "inventory.yml"),
+                          host_vars={cluster.name: {"manent_kubeconfig": config}})
+    run = run_playbook("deploy", inv, shop(tmp_path / "r1", namespace, "1.0.0"), tmp_path / "r1", limit=cluster.name)
+    assert run.rc == 0, run.explain()
+    output = " ".join(run.output.split())
+    assert "manent_kubeconfig and manent_api_server, manent_token, manent_ca_file or deploy_ca_file are both set" \
+        in output and "manent_kubeconfig ignored" in output, run.explain()
+    assert not plugin.runs()

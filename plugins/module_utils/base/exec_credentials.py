@@ -2,7 +2,9 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Credentials of kubeconfig ``exec`` plugins (``aws eks get-token``, ``gke-gcloud-auth-plugin``, ``kubelogin``),
-run as client-go runs them (k8s.io/client-go/plugin/pkg/client/auth/exec):
+kept for the run and renewed before they expire and after a 401.
+
+The plugin runs as client-go runs it (k8s.io/client-go/plugin/pkg/client/auth/exec):
 
 - the command with its args, the controller's environment plus the kubeconfig's ``env``, and
   ``KUBERNETES_EXEC_INFO`` (an ExecCredential whose spec says ``interactive: false`` and, with
