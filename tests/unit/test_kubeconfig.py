@@ -263,7 +263,7 @@ def test_requests_and_watches_renew_after_a_401_once():
     kube = kube_with(exec_auth)
     pool = kube._pool  # pylint: disable=protected-access
     assert kube.get_json("/version")["minor"] == "34" and pool.sent == ["tok-1"]
-    for _ in range(20):
+    for _attempt in range(20):
         kube.get_json("/version")
     assert len(seen) == 1  # no plugin run per request
     pool.valid[0] = "tok-2"  # the credential was revoked: the plugin's next one works

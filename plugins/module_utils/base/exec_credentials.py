@@ -240,7 +240,7 @@ def _same(cred, other):
 def _run(argv, env, timeout, auth):
     """The plugin's stdout; raises the plugin's InputError when it cannot run, fails or times out."""
     try:
-        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # nosec B603
+        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # nosec B603 pylint: disable=ansible-bad-function
                               stderr=subprocess.PIPE, timeout=timeout, check=False, start_new_session=True)
     except FileNotFoundError:
         raise auth.failure("was not found") from None
