@@ -9,7 +9,7 @@ expirationTimestamp is only ``lifetime`` seconds ahead, so a run renews it many 
 Its state directory (argv[1]) holds ``config.json`` ({server, ca_file, admin_token_file, namespace, lifetime, mode})
 and ``sa`` (the ServiceAccount to mint for, read at each run: the tests rotate it). Each run appends a line
 {"sa", "token", "exec_info"} to ``runs.jsonl``. ``mode``: ok, fail (exits 1, a secret on stderr), garbage (prints
-something that is not an ExecCredential)."""
+something that is not an ExecCredential), cert (answers the cluster's admin client certificate and key, v1beta1)."""
 
 import datetime
 import fcntl
@@ -28,6 +28,16 @@ def main(state):
         return 1
     if config.get("mode") == "garbage":
         sys.stdout.write("garbage-output-0987654321 not json\n")
+        return 0
+    if config.get("mode") == "cert":  # the cluster's admin client certificate, as an ExecCredential
+        status = {}
+        for field, name in (("clientCertificateData", "admin.crt"), ("clientKeyData", "admin.key")):
+            with open(os.path.join(os.path.dirname(config["admin_token_file"]), name), encoding="utf-8") as handle:
+                status[field] = handle.read()
+        with open(os.path.join(state, "runs.jsonl"), "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"sa": "", "token": "", "exec_info": "", "stdin_tty": os.isatty(0)}) + "\n")
+        json.dump({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status},
+                  sys.stdout)
         return 0
     with open(os.path.join(state, "sa"), encoding="utf-8") as handle:
         sa = handle.read().strip()

@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.client impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import locator, record_status
+from tests.integration.kube import whoami
 from tests.reliability import record
 from tests.integration.playbook_helpers import (
     SHOP_SECRET, artifact, base_vars, labelled_history, resource_versions, run_playbook, start_playbook,
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.integration
 
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exec_plugin.py")
 KEY = ReleaseKey(application="shop", artifact="shop", environment="test")
+ADMIN = "manent-admin"  # the user of each cluster's admin.token and admin.crt (hack/clusters.py)
 HINT = "install the test plugin: see tests/integration/exec_plugin.py"
 # The rights a deploy of the shop needs in its namespace (tests/integration/test_rbac_scoped.py) and what its waits
 # and history read.
@@ -288,9 +290,10 @@ class _Tunnel(socketserver.BaseRequestHandler):
             upstream.close()
 
 
-def _version(path, **options):
+def _user(path, **options):
+    """Who the API server sees for the kubeconfig's context (anonymous requests are refused: 401)."""
     with Kube(ConnectionOptions(server="", kubeconfig=path, **options)) as kube:
-        return kube.version()
+        return whoami(kube)
 
 
 def test_kubeconfig_variants(clusters, tmp_path):
@@ -298,25 +301,30 @@ def test_kubeconfig_variants(clusters, tmp_path):
     CONNECT), tokenFile and client certificate files, and the minimal CAs of eu1a/eu1b, all on this Python."""
     for c in clusters:  # eu1a/eu1b: minimal EKS-like CAs, verified on Python 3.13 as kubectl does
         token_file = os.path.join(c.dir, "admin.token")
-        assert _version(kubeconfig(c, tmp_path / ("%s-file" % c.name), {"tokenFile": token_file}))[0] == 1
+        assert _user(kubeconfig(c, tmp_path / ("%s-file" % c.name), {"tokenFile": token_file})) == ADMIN
         with open(c.ca_file, "rb") as handle:
             data = base64.b64encode(handle.read()).decode()
-        assert _version(kubeconfig(c, tmp_path / ("%s-data" % c.name), {"tokenFile": token_file},
-                                   **{"certificate-authority": None, "certificate-authority-data": data}))[0] == 1
+        assert _user(kubeconfig(c, tmp_path / ("%s-data" % c.name), {"tokenFile": token_file},
+                                   **{"certificate-authority": None, "certificate-authority-data": data})) == ADMIN
     c = clusters[0]
     # the certificate names 127.0.0.1 and "kubernetes": dialled as 127.0.0.1, verified as "kubernetes" or refused
     # as a name it does not carry
     user = {"client-certificate": os.path.join(c.dir, "admin.crt"), "client-key": os.path.join(c.dir, "admin.key")}
-    assert _version(kubeconfig(c, tmp_path / "sni", user, **{"tls-server-name": "kubernetes"}))[0] == 1
+    assert _user(kubeconfig(c, tmp_path / "sni", user, **{"tls-server-name": "kubernetes"})) == ADMIN
     with pytest.raises(ManentError) as err:
-        _version(kubeconfig(c, tmp_path / "sni-wrong", user, **{"tls-server-name": "not-a-san.example"}))
+        _user(kubeconfig(c, tmp_path / "sni-wrong", user, **{"tls-server-name": "not-a-san.example"}))
     assert "TLS verification failed" in str(err.value) and "kubeconfig" in str(err.value), str(err.value)
+    # an exec plugin (v1beta1) that answers a client certificate and key instead of a token
+    plugin = Plugin(c, "default", tmp_path / "cert-plugin", lifetime=60, mode="cert")
+    cert_user = exec_user(plugin)
+    cert_user["exec"]["apiVersion"] = "client.authentication.k8s.io/v1beta1"
+    assert _user(kubeconfig(c, tmp_path / "exec-cert", cert_user)) == ADMIN and len(plugin.runs()) == 1
     server = _Connect(("127.0.0.1", 0), _Tunnel)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         proxy = "http://127.0.0.1:%d" % server.server_address[1]
-        assert _version(kubeconfig(c, tmp_path / "proxy", user, **{"proxy-url": proxy}))[0] == 1
+        assert _user(kubeconfig(c, tmp_path / "proxy", user, **{"proxy-url": proxy})) == ADMIN
         assert server.tunnels and server.tunnels[0].endswith(c.url.rsplit(":", 1)[1]), server.tunnels
         record("tls", "kubeconfig: CA data and file, tokenFile, tls-server-name (right and wrong), proxy-url (CONNECT), "
                "minimal CAs on Python %d.%d" % sys.version_info[:2], True, source=__name__)

@@ -251,5 +251,6 @@ def _run(argv, env, timeout, auth):
     except OSError as exc:
         raise auth.failure("cannot be run: %s" % exc.strerror) from None
     if proc.returncode != 0:
-        raise auth.failure("exited with status %d (its output is not shown: it may hold secrets)" % proc.returncode)
+        raise auth.failure("exited with status %d (its output is not shown: it may hold secrets; run the command "
+                           "by hand as the controller user to see its error)" % proc.returncode)
     return proc.stdout.decode("utf-8", errors="replace")
