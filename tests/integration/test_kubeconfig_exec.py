@@ -304,8 +304,8 @@ def test_kubeconfig_variants(clusters, tmp_path):
         assert _user(kubeconfig(c, tmp_path / ("%s-file" % c.name), {"tokenFile": token_file})) == ADMIN
         with open(c.ca_file, "rb") as handle:
             data = base64.b64encode(handle.read()).decode()
-        assert _user(kubeconfig(c, tmp_path / ("%s-data" % c.name), {"tokenFile": token_file},
-                                   **{"certificate-authority": None, "certificate-authority-data": data})) == ADMIN
+        ca_data = {"certificate-authority": None, "certificate-authority-data": data}
+        assert _user(kubeconfig(c, tmp_path / ("%s-data" % c.name), {"tokenFile": token_file}, **ca_data)) == ADMIN
     c = clusters[0]
     # the certificate names 127.0.0.1 and "kubernetes": dialled as 127.0.0.1, verified as "kubernetes" or refused
     # as a name it does not carry
