@@ -84,6 +84,20 @@ build_kubectl() {  # make bench only: kubectl from k8s.io/kubernetes at the cont
   kube_commands "$out" kubectl
 }
 
+copy_replaces() {  # go.mod dir: the replace directives of go.mod (one per line or in a block) into dir's go.mod
+  python3 - "$1" "$2/go.mod" <<'PY'
+import re, sys
+src, dst = sys.argv[1:]
+text = open(src).read()
+blocks = re.findall(r"^replace\s*\((.*?)^\)", text, re.M | re.S)
+lines = [line for block in blocks for line in block.splitlines()] + re.findall(r"^replace\s+([^(\n].*)$", text, re.M)
+lines = [line.split("//")[0].strip() for line in lines]
+with open(dst, "a") as f:
+    for line in filter(None, lines):
+        f.write("replace %s\n" % line)
+PY
+}
+
 build_simple() {  # name version package [ldflags] [build tags]
   local name="$1" version="$2" pkg="$3" ldflags="${4:-}" tags="${5:-}"
   local out="$CACHE/$name-$version/bin"
@@ -149,6 +163,31 @@ build_prometheus() {  # the Prometheus server that the metric-analysis tests que
   build_simple prometheus "$PROMETHEUS_VERSION" "$PROMETHEUS_MODULE/cmd/prometheus" "-X $v.Version=$release" remove_all_sd
 }
 
+build_prometheus_lts() {  # Prometheus 2.53 (PROMETHEUS_LTS_VERSION: module v0.53.P is 2.53.P), the same way as 3.x
+  local version="$PROMETHEUS_LTS_VERSION" out="$CACHE/prometheus-$PROMETHEUS_LTS_VERSION/bin"
+  local root d v=github.com/prometheus/common/version
+  if [[ -x "$out/prometheus" ]]; then return; fi
+  log "building prometheus $version (cold: ~5-10 min on 2 cores)"
+  root="$(modroot "$PROMETHEUS_MODULE@$version")"
+  d="$(scratch_module)"
+  # 2.x has no remove_all_sd tag: the same trimming on a copy of the module whose plugins/plugins.go (the cloud and
+  # Kubernetes discoveries, half of the packages) is emptied; plugins/minimum.go keeps the file and HTTP ones. The
+  # module's replace directives (klog by klog-gokit, which cmd/prometheus calls) are kept in the throwaway module.
+  cp -R "$root" "$d/prometheus" && chmod -R u+w "$d/prometheus"
+  printf 'package plugins\n' > "$d/prometheus/plugins/plugins.go"
+  copy_replaces "$root/go.mod" "$d"
+  (
+    cd "$d"
+    go mod edit -replace "$PROMETHEUS_MODULE=./prometheus"
+    go get "$PROMETHEUS_MODULE/cmd/prometheus@$version" 2>&1 | grep -v "^go: \(downloading\|added\|upgraded\)" >&2 || true
+    mkdir -p "$out.tmp"
+    go build -trimpath -ldflags "-s -w -X $v.Version=$(cat "$root/VERSION")" -o "$out.tmp/prometheus" \
+      "$PROMETHEUS_MODULE/cmd/prometheus"
+  )
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+
 what="${1:-all}"
 case "$what" in
   all|crds) fetch_crds ;;&
@@ -158,6 +197,7 @@ case "$what" in
   all|kubernetes) build_kubernetes ;;&
   all|charts) build_helm3; fetch_public_charts ;;&
   all|prometheus) build_prometheus ;;&
+  all|prometheus-lts) build_prometheus_lts ;;&
   # Benchmark peers (make bench), not part of "all": kubectl, and Helm 4 (it applies server-side).
   bench|kubectl) build_kubectl ;;&
   bench|helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4/cmd/helm \

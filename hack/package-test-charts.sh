@@ -5,8 +5,8 @@
 #
 # Sources: kwok's charts and helm's own test charts, taken from the Go module cache at the versions
 # pinned in hack/versions.env (downloaded through the Go module proxy when missing), and our own charts
-# in tests/data/charts/src/ (manent-sample, strict-schema, strict-schema-slot, ttl-hooks). Each chart is copied to a
-# scratch directory (the module cache is read-only) and packaged with the pinned helm
+# in tests/data/charts/src/ (manent-sample, strict-schema, strict-schema-slot, ttl-hooks, hook-parity). Each
+# chart is copied to a scratch directory (the module cache is read-only) and packaged with the pinned helm
 # (hack/build-tools.sh helm), whose path can be overridden with MANENT_HELM. The upstream LICENSE files
 # are copied next to the packages.
 #
@@ -74,6 +74,7 @@ package "$out/src/manent-sample"
 package "$out/src/strict-schema"
 package "$out/src/strict-schema-slot"
 package "$out/src/ttl-hooks"
+package "$out/src/hook-parity"
 
 chmod 0644 "$out"/*.tgz "$out"/LICENSE.*
 log "packaged: $(cd "$out" && ls -1 ./*.tgz | tr '\n' ' ')"

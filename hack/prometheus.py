@@ -50,11 +50,13 @@ DEMO_TRAFFIC = [
 ]
 
 
-def binary():
-    """Path of the pinned prometheus; built by hack/build-tools.sh prometheus when missing."""
-    path = os.path.join(cache_dir(), "prometheus-%s" % versions()["PROMETHEUS_VERSION"], "bin", "prometheus")
+def binary(line="PROMETHEUS_VERSION"):
+    """Path of the pinned prometheus of ``line`` (PROMETHEUS_VERSION, or PROMETHEUS_LTS_VERSION: 2.53); built by
+    hack/build-tools.sh prometheus (prometheus-lts) when missing."""
+    path = os.path.join(cache_dir(), "prometheus-%s" % versions()[line], "bin", "prometheus")
     if not os.path.exists(path):
-        subprocess.run(["bash", os.path.join(HERE, "build-tools.sh"), "prometheus"], check=True)
+        what = "prometheus-lts" if line == "PROMETHEUS_LTS_VERSION" else "prometheus"
+        subprocess.run(["bash", os.path.join(HERE, "build-tools.sh"), what], check=True)
     return path
 
 
@@ -167,17 +169,18 @@ def write_config(d, targets, basic_auth=None):
     return ["--web.config.file=" + os.path.join(d, "web.yml")]
 
 
-def start_prometheus(d, targets, port=None, basic_auth=None):
+def start_prometheus(d, targets, port=None, basic_auth=None, line="PROMETHEUS_VERSION"):
     """Start Prometheus in directory d (config, data, logs) scraping targets; returns once it is ready and has
     scraped them all: {"pid", "port", "url", "dir", "argv", "basic_auth": [user, password] or None}. Without
-    a port a free one is picked (again if another process takes it first)."""
+    a port a free one is picked (again if another process takes it first). ``line``: which pinned version
+    (binary())."""
     os.makedirs(d, exist_ok=True)
     flags = write_config(d, targets, basic_auth)
     for attempt in range(3):
         chosen = port or free_port()
         inst = {"port": chosen, "url": "http://127.0.0.1:%d" % chosen, "dir": d, "targets": list(targets),
                 "basic_auth": list(basic_auth) if basic_auth else None,
-                "argv": [binary(), "--config.file=" + os.path.join(d, "prometheus.yml"),
+                "argv": [binary(line), "--config.file=" + os.path.join(d, "prometheus.yml"),
                          "--storage.tsdb.path=" + os.path.join(d, "data"), "--storage.tsdb.retention.time=1d",
                          "--web.listen-address=127.0.0.1:%d" % chosen, "--web.enable-lifecycle"] + flags}
         try:

@@ -28,7 +28,7 @@ def task_for(host):
 
 
 class ActionModule(ActionBase):
-    _VALID_ARGS = frozenset(analysis_task.ANALYSIS_SPEC)
+    _VALID_ARGS = frozenset(analysis_task.argument_spec())
     _supports_async = True  # async runs the module (below)
 
     def run(self, tmp=None, task_vars=None):

@@ -32,12 +32,15 @@ description:
   - The task fails when the verdict is not C(Successful) (except in check mode), with the verdict, reason and checks
     in its result, so that a playbook can C(rescue) it and read RV(verdict).
   - O(mode=preflight) sends every query once and decides nothing; it fails when Prometheus refuses a query
-    (C(bad_data), a string result) or cannot be reached. Run it before the first weight change.
+    (C(bad_data), a string result), cannot be reached, or the answer is not one Prometheus gives (another API or a
+    web page at O(provider.url)). Run it before the first weight change.
   - The rules in full, and a worked example, are in the collection's C(docs/analysis.md).
 extends_documentation_fragment:
   - manent.kubernetes.option_names
 author:
   - manent developers (@manent-io)
+extends_documentation_fragment:
+  - manent.kubernetes.connection
 attributes:
   check_mode:
     support: full
@@ -63,19 +66,35 @@ options:
         required: true
       bearer_token:
         description:
-          - Bearer token, inline, C(file:/path) or C(env:NAME). Never logged or returned.
+          - Bearer token, inline, C(file:/path) or C(env:NAME). Never logged or returned, in any form (escaped, URL
+            encoded) or piece of 8 characters or more.
+          - At least 4 characters.
         type: str
       username:
         description: User of basic auth, with O(provider.password).
         type: str
       password:
-        description: Password of basic auth, inline, C(file:/path) or C(env:NAME). Never logged or returned.
+        description:
+          - Password of basic auth, inline, C(file:/path) or C(env:NAME). Never logged or returned, in any form
+            (escaped, URL encoded, the base64 of C(user:password)) or piece of 8 characters or more.
+          - At least 4 characters.
         type: str
       headers:
         description:
           - Extra request headers, for example C(X-Scope-OrgID) of a multi-tenant Prometheus.
-          - Their values are treated as secrets and masked wherever they appear in the output.
+          - The values of C(Authorization), C(Proxy-Authorization) and the headers named in
+            O(provider.secret_headers) are credentials, masked like O(provider.bearer_token) (at least 4 characters
+            each); the values of the other headers are shown where they appear (a tenant C(prod) does not mask the
+            C(prod) of a namespace C(shop-prod)).
         type: dict
+      secret_headers:
+        description:
+          - Names of O(provider.headers) whose values are credentials (for example C(X-Api-Key)), masked wherever
+            they appear in the output. C(Authorization) and C(Proxy-Authorization) always are.
+          - Each name must be one of O(provider.headers); case does not matter.
+        type: list
+        elements: str
+        default: []
       ca_file:
         description: PEM bundle of the CA that signed Prometheus' certificate. Default the system CAs.
         type: path
@@ -193,7 +212,10 @@ options:
             type: float
             required: true
       allow_warnings:
-        description: Judge answers that carry Prometheus warnings (partial data); by default they are C(Inconclusive).
+        description:
+          - Judge answers that carry Prometheus warnings (partial data); by default they are C(Inconclusive).
+          - Info annotations (C(PromQL info:), which Prometheus before 2.54 sends among the warnings) are not
+            warnings; they are reported in the measurement's C(infos) and never make it C(Inconclusive).
         type: bool
         default: false
       enforce:
@@ -241,6 +263,45 @@ options:
       twice the scrape interval, so that C(rate()) has two samples.
     type: str
     default: 1m
+  events:
+    description:
+      - Record the verdict as a Kubernetes Event (C(events.k8s.io/v1), reason C(AnalysisSuccessful),
+        C(AnalysisFailed), C(AnalysisInconclusive) or C(AnalysisError)) in the cluster of the connection options,
+        with the verdict, and per check its verdict, value, condition and rendered query in the note (masked like the
+        result, cut to 1 KiB). See the collection's C(docs/events.md).
+      - Needs O(api_server) (the connection options, for example from C(module_defaults) of
+        C(group/manent.kubernetes.manent)). Best-effort; a refused write is a warning, never a failure. None in
+        check mode or with O(mode=preflight).
+    type: dict
+    suboptions:
+      namespace:
+        description: The namespace of the Event, the release's.
+        type: str
+        required: true
+      regarding:
+        description: The object the verdict is about, in O(events.namespace); the role names the history record of
+          the judged version. Nothing is recorded when its name is empty.
+        type: dict
+        required: true
+        suboptions:
+          api_version:
+            description: Its apiVersion.
+            type: str
+            default: v1
+          kind:
+            description: Its kind.
+            type: str
+            default: ConfigMap
+          name:
+            description: Its name.
+            type: str
+            required: true
+  api_server:
+    description:
+      - The cluster's API server, as a host name/IP or an C(https://) URL; only to record the verdict's Event
+        (O(events)). The analysis itself talks to Prometheus only.
+    type: str
+    required: false
 notes:
   - The module runs in the controller process through its action plugin (a local connection), printing a line per
     measurement while it waits; with another connection or C(async) it runs as a module.

@@ -27,8 +27,10 @@ description:
     complete, Pods until they succeed, workloads until Current) before the main objects; a failure there stops the
     deploy before the main objects are touched and marks the release failed in history. C(post-<phase>) objects
     are applied once the main rollout is Current. Inside a stage objects go in groups of ascending
-    C(werf.io/weight) or C(helm.sh/hook-weight). Delete policies C(succeeded) and C(failed) delete a Job or Pod
-    after it succeeded or failed. See the collection's docs/lifecycle.md."
+    C(werf.io/weight) or C(helm.sh/hook-weight). Once a stage is done, delete policies C(succeeded) and C(failed)
+    (C(hook-succeeded), C(hook-failed)) delete each of its objects, of any kind but CustomResourceDefinitions, that
+    succeeded or failed, as Helm does at the end of each hook event; an object someone else changed since this deploy
+    applied it is left, saying why. See the collection's docs/lifecycle.md."
   - Waits for every Deployment, StatefulSet and DaemonSet at once. A Deployment past its C(progressDeadlineSeconds)
     fails at once, with the reasons of its unready pods.
   - Each Helm hook that manent_render left out is an Ansible warning, and listed in RV(details.helm_hooks_skipped).

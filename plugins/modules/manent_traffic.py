@@ -20,19 +20,26 @@ description:
   - O(operation=promote) brings the candidate to full size, gives it all traffic and makes it the release in service;
     the replaced release is recorded.
   - O(operation=abort) brings the stable slot to full size and Ready, moves all traffic (testers too) back to it,
-    waits O(settle_delay), then scales the candidate to zero (its HPAs deleted).
+    waits O(settle_delay), then scales the candidate to zero (its HPAs deleted); not while a rule of the route that
+    manent does not weigh (one listing only the candidate's backend) still sends to it, which the error names.
   - O(operation=retire) scales the replaced slot to zero and deletes its HPAs, once O(scale_down_delay) has passed
-    since the promotion and the route sends it nothing.
+    since the promotion and no rule of the route sends it anything (every rule naming its backend is read, not only
+    the weighted ones); otherwise it is refused naming each such rule, with nothing written.
   - O(operation=rollback), after a promotion and before O(operation=retire), brings the replaced slot back to full
     size, gives it all traffic and puts its release back in service; the release rolled back from is marked
     C(rolled-back) and its slot can then be retired.
-  - O(operation=status) reports the slots, versions, weights and readiness.
+  - O(operation=status) reports the slots, versions, weights and readiness, every rule of the route that sends to a
+    slot, an operation that did not finish and the release lock with its holder.
   - Every change to a Gateway API route is a patch of the whole C(spec.rules) conditioned on the resourceVersion
     read (re-read and retried on a conflict), then verified; each parent in C(status.parents) must report
     C(Accepted) and C(ResolvedRefs) for the new generation within O(accept_timeout).
-  - Each operation holds the release's history lock, checks everything it needs (the release, the route, the
-    DestinationRule) before its first write, and is safe to run again after a failure at any point. A failure
-    after a write lists in C(written) what was written; a refusal changes nothing.
+  - Each operation holds the release's history lock (its holder C(user@host:pid)), checks everything it needs (the
+    release, the route, the DestinationRule) before its first write, and is safe to run again after a failure at
+    any point. A failure after a write lists in C(written) what was written; a refusal changes nothing.
+  - Right before its first write an operation records itself in the release's locator (C(inProgress): the operation,
+    its target weights and replicas, who and when) and clears that record after its last write, so that a run killed
+    in between (an AWX cancel) leaves O(operation=status) and the next run what they need; the same step again
+    finishes an interrupted step, abort undoes it.
 author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
@@ -191,13 +198,17 @@ deleted:
   elements: str
 route:
   description: The route changed (C(kind), C(namespace), C(name), C(generation)) and C(accepted) (C(accepted),
-    C(no-status) or C(not checked)).
+    C(no-status) or C(not checked)); with O(operation=status) C(rules), each rule (entry) naming a slot backend
+    with its C(weights) and C(role) (C(weighted), C(testers), or C(other), a rule manent does not change).
   returned: always
   type: dict
 history:
-  description: The release in service (version, slot), the candidate (version, slot, weight), the replaced and retired
-    versions, when the release in service was promoted; with O(operation=status) also C(slots), per slot its
-    version, weight, readiness and workloads.
+  description: The release in service (version, slot, record), the candidate (version, slot, weight, record), the
+    replaced and retired versions, when the release in service was promoted; with O(operation=status) also
+    C(slots), per slot its version, weight, readiness and workloads, C(lock) (C(holder), C(since), C(expires),
+    C(state) C(free), C(held) or C(expired)) and C(in_progress), the operation that did not finish (its record, with
+    C(summary), what it wanted against what the cluster holds now; empty when none). C(record) is the name of the
+    version's history record ConfigMap, the object its Kubernetes Events are about.
   returned: always
   type: dict
 written:

@@ -116,6 +116,27 @@ def whoami(kube):
     return ((review.data.get("status") or {}).get("userInfo") or {}).get("username", "")
 
 
+# A namespace Role with what a deploy of ConfigMaps, Secrets, Services and Deployments needs (no events, no other kind).
+DEPLOYER_RULES = [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"], "verbs": ["*"]},
+                  {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]
+
+
+def deployer_token(cluster, namespace, rules=None):
+    """The token of user manent-deployer (``deployer.token`` of the cluster's directory), bound to a Role of ``rules``
+    (default DEPLOYER_RULES) in ``namespace`` only, once RBAC lets it list the ConfigMaps there."""
+    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
+        token = handle.read().strip()
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "deployer", "namespace": namespace}, "rules": rules or DEPLOYER_RULES})
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "deployer", "namespace": namespace},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "manent-deployer"}]})
+    with Kube(cluster.connection(token=token)) as kube:
+        cluster.wait(lambda: can_list(kube, namespace), what="RBAC for manent-deployer")
+    return token
+
+
 def can_list(kube, namespace, resource="configmaps"):
     """Whether ``kube``'s credentials may list ``resource`` in ``namespace`` (RBAC takes a moment to apply)."""
     try:

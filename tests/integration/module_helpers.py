@@ -2,7 +2,8 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Running the modules as Ansible runs them (the module file, its JSON arguments, its JSON result), the
-connection arguments of a test's own release key, and the small artifacts and kubeconfigs tests make."""
+connection arguments of a test's own release key, the small artifacts and kubeconfigs tests make, and the pinned
+helm run against a test cluster."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import tarfile
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
+from tests.helpers import helm_binary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, ".build", "collections")
@@ -71,6 +73,17 @@ def packaged_chart(tmp_path, templates, chart_yaml=None, name="hostile"):
     members = [("%s/Chart.yaml" % name, chart_yaml.encode()), ("%s/values.yaml" % name, b"{}\n")]
     members += [("%s/templates/%s" % (name, file), text.encode()) for file, text in templates.items()]
     return targz(tmp_path, "%s-0.1.0.tgz" % name, members)
+
+
+def run_helm(cluster, tmp_path, *args, timeout=300):
+    """The pinned helm (tests/helpers.py helm_binary) run with ``args`` against ``cluster`` (a kubeconfig of its
+    own, helm's home in ``tmp_path``); the finished process, whatever its exit code."""
+    home = tmp_path / "helm-home"
+    home.mkdir(exist_ok=True)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HELM_CACHE_HOME": str(home / "cache"),
+           "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
+    return subprocess.run([helm_binary()] + list(args) + ["--kubeconfig", kubeconfig(cluster, home / "kubeconfig")],
+                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def kubeconfig(cluster, path):

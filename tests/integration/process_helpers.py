@@ -56,3 +56,37 @@ def kill_all(marker):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def tail(log, size=3000):
+    """The last ``size`` characters of the run's output file ``log``."""
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        return handle.read()[-size:]
+
+
+def wait_for_moment(condition, process, log, timeout, what="its moment"):
+    """Wait until ``condition()`` holds while the run (``process``, a Popen writing ``log``) works; fails when the
+    run ends first or the moment never comes within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError("ansible-playbook ended before it was stopped:\n%s" % tail(log, 6000))
+        assert time.monotonic() < deadline, "the run did not reach %s within %ds:\n%s" % (what, timeout, tail(log))
+        time.sleep(0.2)
+
+
+def kill_group(process, marker, timeout, workers_first=False):
+    """SIGKILL the process group of ``process`` (ansible-playbook started in a session of its own), as AWX's cancel
+    does (ansible-runner), and wait until every process of the run (``marker``) has ended; the pids left ([] when
+    none). ``workers_first``: SIGKILL the run's other processes (ansible-core's workers, in sessions of their own)
+    before, so that none of them can clean up: a lost runner, an OOM kill."""
+    if workers_first:
+        for pid in marked(marker):
+            if pid != process.pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout)
+    return wait_gone(marker, timeout)

@@ -9,6 +9,8 @@ module wraps them for tests (fixtures in conftest.py: ``prometheus``, ``traffic`
 - ``PrometheusRig`` (the session's shared set): ``url``, ``client`` (queries), ``exporter``, ``service()`` (a
   service label of its own for one test), ``start_private(directory, auth)``.
 - ``Service``: one service label on the exporter; ``set("b", rps=20, error_ratio=0.2, latency_seconds=0.3)``.
+- ``start_instance(directory, targets, line)``: a Prometheus a test owns scraping targets of its own, of either
+  pinned version (the 2.53 LTS line too).
 - ``Instance``: a Prometheus a test owns, scraping the shared exporter: ``stop()``, ``kill()``, ``pause()``,
   ``resume()``, ``start()`` (again, same URL and data), with basic auth or behind the bearer proxy.
 - ``Client``: the HTTP API (``query``, ``query_raw``), ``wait_until`` polls a condition with a deadline.
@@ -192,6 +194,12 @@ class Service:
         labels = dict({"service": self.name}, **labels)
         return ",".join('%s="%s"' % (k, v) for k, v in labels.items())
 
+    def error_ratio(self, slot="${slot}"):
+        """The PromQL of this service's 5xx ratio in ``slot`` over ``${window}`` (0 without errors)."""
+        svc = self.selector()
+        return ('(sum(rate(http_requests_total{%s,slot="%s",code=~"5.."}[${window}])) or vector(0)) / '
+                'sum(rate(http_requests_total{%s,slot="%s"}[${window}]))' % (svc, slot, svc, slot))
+
 
 class Instance:
     """A Prometheus of one test (hack/prometheus.py start_prometheus), optionally behind the bearer proxy.
@@ -269,6 +277,13 @@ class PrometheusRig:
             rig.stop(info["pid"])
             raise
         return Instance(info, proxy, token)
+
+
+def start_instance(directory, targets, line="PROMETHEUS_VERSION"):
+    """A Prometheus of one test in ``directory`` scraping ``targets`` (host:port strings) every second, on a free
+    port: the pinned version of ``line`` (hack/versions.env: PROMETHEUS_VERSION, or PROMETHEUS_LTS_VERSION for
+    2.53), built when missing. Stop it with close()."""
+    return Instance(rig.start_prometheus(str(directory), list(targets), line=line))
 
 
 def start_shared(directory):

@@ -5,20 +5,26 @@
 the real Prometheus of the test rig scraping the traffic exporter: traffic steps gated by checks and promoted, a
 failing candidate aborted by itself, a query refused by the preflight before any change, check mode, the token in
 no output, deploy waves judged per cluster (a failed wave stops the run, and is rolled back when asked), and
-Prometheus going away during a step's or a wave's analysis (on_error)."""
+Prometheus going away during a step's or a wave's analysis (on_error); an endpoint that is not Prometheus fails the
+preflight with nothing changed; a proxy whose error page echoes the credentials fails the traffic preflight without a
+piece of them in the output or the summary file."""
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import contextlib
 import json
 import re
+import secrets
 import urllib.parse
 
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import wait
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
+from tests.http_stubs import echoing_proxy, leaked_pieces, serve
+from tests.integration.module_helpers import run_module
 from tests.integration.playbook_helpers import (
     labelled_history, resource_versions, run_playbook, shop_vars, traffic_vars, write_inventory)
 from tests.integration.prometheus_helpers import wait_until, within
@@ -477,3 +483,71 @@ def test_bad_analysis_variables_stop_before_any_cluster_is_touched(inventory_pat
     assert "deploy_traffic_steps[0].analysis.on_failure: 'rollback' is not one of abort, pause" in run.output
     assert "deploy_analysis_provider.url: is not set" in run.output
     assert "Traffic | step" not in run.output
+
+
+LOKI_STREAMS = {"status": "success", "data": {"resultType": "streams", "result": [
+    {"stream": {"app": "shop"}, "values": [["1733306400000000000", "GET / 200"]]}]}}
+
+
+def _json(body):
+    return lambda _method, _path, _headers, _body: (200, "application/json", json.dumps(body).encode())
+
+
+def _api_server_version(cluster):
+    """The body of the API server's /version, as it answers it."""
+    return cluster.kube.get_json("/version")
+
+
+def test_an_endpoint_that_is_not_prometheus_fails_the_preflight_with_nothing_changed(
+        clusters, inventory_path, namespaces, tmp_path):
+    """provider.url at another API answering success with data Prometheus never gives (Loki's streams): the role's
+    wave preflight stops the run before any write, saying what was answered and where provider.url must point."""
+    cluster = clusters[0]
+    checks = [{"name": "errors", "query": "sum(rate(http_requests_total[${window}]))", "max": 0.05}]
+    with serve(_json(LOKI_STREAMS)) as url:
+        run = run_playbook("deploy", inventory_path, shop_vars(
+            tmp_path, namespaces, "1.0.0", "hello", deploy_analysis_provider={"url": url, "timeout": "5s"},
+            deploy_wave_analysis=dict(FAST, checks=checks)), tmp_path, limit=cluster.name)
+    assert run.rc != 0, run.explain()
+    assert "analysis preflight failed, nothing was deployed" in run.output, run.explain()
+    assert "not a Prometheus query answer: unknown result type 'streams'" in run.output, run.explain()
+    assert "provider.url must point at Prometheus" in run.output
+    assert cluster.get("v1", "ConfigMap", namespaces, "shop-config") is None
+    assert labelled_history(cluster, namespaces, "shop") == []
+    # The same refusal for other answers that are not Prometheus', as the role's preflight task calls the module.
+    others = {"a JSON document": _json({"status": "success", "data": {"foo": 1}}),
+              "the API server's /version": _json(_api_server_version(cluster)),
+              "a web page": lambda *_args: (200, "text/html", b"<html><body><h1>It works!</h1></body></html>")}
+    for what, answer in others.items():
+        with serve(answer) as url:
+            failed, result = run_module("manent_analysis", tmp_path, mode="preflight", checks=checks,
+                                        provider={"url": url, "timeout": "5s"}, context={"namespace": namespaces})
+        assert failed and result["preflight"][0]["outcome"] == "refused", (what, result)
+        assert "not a Prometheus" in result["msg"] and "provider.url" in result["msg"], (what, result["msg"])
+
+
+def test_a_proxy_echoing_the_credentials_fails_the_traffic_preflight_without_a_piece_of_them(
+        cluster, inventory_path, namespace, tmp_path):
+    """A proxy in front of Prometheus answers 502 with a page that echoes the request's credentials near its top:
+    the traffic preflight stops the step with nothing changed, and no piece of 8 characters of the token, or of the
+    password (with a backslash and a quote) and its base64, is in the -vvv output or the summary file."""
+    token = secrets.token_urlsafe(450)[:600]
+    password = 'pw\\"%s"\\q' % secrets.token_hex(12)
+    basic = base64.b64encode(("manent:%s" % password).encode()).decode()
+    seen = []
+    with candidate_release(cluster, inventory_path, namespace, tmp_path) as play, serve(echoing_proxy(seen)) as url:
+        before = state(cluster, namespace)
+        for provider in ({"url": url, "bearer_token": token, "timeout": "5s"},
+                         {"url": url, "username": "manent", "password": password, "timeout": "5s"}):
+            run = play("traffic", "2.0.0", verbosity=3, deploy_traffic_operation="step",
+                       deploy_traffic_steps=[{"percent": 10}], deploy_analysis_provider=provider,
+                       deploy_traffic_analysis=dict(FAST, checks=[{"name": "errors", "query": "sum(up)", "max": 1}]))
+            for channel, text in (("-vvv output", run.output), ("summary file", json.dumps(run.result))):
+                leaked = len(leaked_pieces(text, [token, password, basic]))  # the count only, never the pieces
+                assert leaked == 0, "%d pieces of the credentials in the %s" % (leaked, channel)
+            assert run.rc != 0, run.explain()
+            assert "analysis preflight failed, no weight changed" in run.output, run.explain()
+            message = run.summary[cluster.name]["message"]
+            assert "502 Bad Gateway" in message and "Authorization: ********" in message, message
+            assert state(cluster, namespace) == before
+    assert "Bearer " + token in seen and "Basic " + basic in seen  # the proxy did get the credentials

@@ -23,6 +23,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.client impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
 from tests.integration.deploy_helpers import locator, record_status
+from tests.integration.exec_helpers import HINT, Plugin, exec_user, grant, kubeconfig
 from tests.integration.kube import whoami
 from tests.reliability import record
 from tests.integration.playbook_helpers import (
@@ -31,76 +32,8 @@ from tests.integration.playbook_helpers import (
 
 pytestmark = pytest.mark.integration
 
-PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exec_plugin.py")
 KEY = ReleaseKey(application="shop", artifact="shop", environment="test")
 ADMIN = "manent-admin"  # the user of each cluster's admin.token and admin.crt (hack/clusters.py)
-HINT = "install the test plugin: see tests/integration/exec_plugin.py"
-# The rights a deploy of the shop needs in its namespace (tests/integration/test_rbac_scoped.py) and what its waits
-# and history read.
-RULES = [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"], "verbs": ["*"]},
-         {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": ["*"]},
-         {"apiGroups": [""], "resources": ["pods", "events", "namespaces"], "verbs": ["get", "list", "watch"]},
-         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["get", "list", "watch"]}]
-
-
-def _service_account(cluster, namespace, name):
-    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}})
-
-
-def grant(cluster, namespace, accounts):
-    """ServiceAccounts ``accounts`` in ``namespace``, bound to the deploy's Role there."""
-    for name in accounts:
-        _service_account(cluster, namespace, name)
-    _rbac(cluster, namespace, accounts)
-
-
-def _rbac(cluster, namespace, accounts):
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                   "metadata": {"name": "exec-deployer", "namespace": namespace}, "rules": RULES})
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": "exec-deployer", "namespace": namespace},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "exec-deployer"},
-                   "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace} for name in accounts]})
-
-
-class Plugin:
-    """The state of tests/integration/exec_plugin.py for one test."""
-
-    def __init__(self, cluster, namespace, directory, lifetime, mode="ok", sa="deployer-1"):
-        self.dir = str(directory)
-        os.makedirs(self.dir, exist_ok=True)
-        with open(os.path.join(self.dir, "config.json"), "w", encoding="utf-8") as handle:
-            json.dump({"server": cluster.url, "ca_file": cluster.ca_file, "namespace": namespace, "mode": mode,
-                       "admin_token_file": os.path.join(cluster.dir, "admin.token"), "lifetime": lifetime}, handle)
-        self.use(sa)
-
-    def use(self, sa):
-        with open(os.path.join(self.dir, "sa"), "w", encoding="utf-8") as handle:
-            handle.write(sa)
-
-    def runs(self):
-        path = os.path.join(self.dir, "runs.jsonl")
-        if not os.path.exists(path):
-            return []
-        with open(path, encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
-
-
-def kubeconfig(cluster, path, user, context="exec", **cluster_fields):
-    fields = {"server": cluster.url, "certificate-authority": cluster.ca_file}
-    fields.update(cluster_fields)
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
-           "clusters": [{"name": "c", "cluster": fields}], "users": [{"name": "u", "user": user}],
-           "contexts": [{"name": context, "context": {"cluster": "c", "user": "u"}}]}
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(doc, handle)
-    return str(path)
-
-
-def exec_user(plugin, command=sys.executable):
-    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command,
-                     "args": [PLUGIN, plugin.dir], "env": [{"name": "EXEC_TEST", "value": "1"}],
-                     "installHint": HINT, "provideClusterInfo": True, "interactiveMode": "Never"}}
 
 
 def inventory(clusters_inventory, path, hosts):
@@ -146,8 +79,7 @@ def _no_piece(secret, text, what):
 def test_exec_credentials_renewed_through_a_deploy_and_a_rollback(cluster, namespace, inventory_path, tmp_path):
     """A credential that expires every 4 s: the plugin runs again during the run (not at each request), the deploy
     and the rollback succeed, and no token, stderr or key appears in the output (-vvv) or the summary."""
-    _service_account(cluster, namespace, "deployer-1")
-    _rbac(cluster, namespace, ["deployer-1"])
+    grant(cluster, namespace, ["deployer-1"])
     plugin = Plugin(cluster, namespace, tmp_path / "plugin", lifetime=4)
     inv = inventory(inventory_path, tmp_path / "inventory.yml",
                     {"eu1a-exec": kubeconfig(cluster, tmp_path / "kubeconfig", exec_user(plugin))})
@@ -186,9 +118,7 @@ def test_exec_credentials_renewed_through_a_deploy_and_a_rollback(cluster, names
 def test_rotated_service_account_picked_up_after_a_401(cluster, namespace, inventory_path, tmp_path):
     """The ServiceAccount whose token the plugin handed out is deleted mid-wait: its token is refused (401) at once,
     the plugin runs again and hands out the new ServiceAccount's token, the deploy finishes, history consistent."""
-    _service_account(cluster, namespace, "deployer-1")
-    _service_account(cluster, namespace, "deployer-2")
-    _rbac(cluster, namespace, ["deployer-1", "deployer-2"])
+    grant(cluster, namespace, ["deployer-1", "deployer-2"])
     plugin = Plugin(cluster, namespace, tmp_path / "plugin", lifetime=600)  # only the 401 renews it
     inv = inventory(inventory_path, tmp_path / "inventory.yml",
                     {"eu1a-exec": kubeconfig(cluster, tmp_path / "kubeconfig", exec_user(plugin))})

@@ -10,7 +10,9 @@ artifact is deployed again instead, as the refusal says).
 
 What they bring that our own test charts do not: metrics-server writes a RoleBinding into kube-system next to its
 namespace; ingress-nginx has admission webhooks and hooks (pre/post install and upgrade Jobs and their RBAC, with
-before-hook-creation and hook-succeeded delete policies), run here as lifecycle stages (deploy_helm_hooks: apply);
+before-hook-creation and hook-succeeded delete policies), run here as lifecycle stages (deploy_helm_hooks: apply):
+after its install, upgrade and rollback no object with hook-succeeded is left, as after helm install, and the result
+lists each deletion;
 external-dns has a CRD in crds/ and a values.schema.json with enums; descheduler deploys a CronJob.
 
 Each chart gets names of its own (fullnameOverride and the like, from the test's namespace) and its cluster-scoped
@@ -20,88 +22,27 @@ discovery of every other test on the cluster report a failed group."""
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 
 import pytest
 
 from tests.helpers import helm_binary, public_chart
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook
-
-CLEANUP = (("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-           ("networking.k8s.io/v1", "IngressClass"),
-           ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
-           ("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
-SPANS_NAMESPACES = ("metrics-server",)  # its RoleBinding goes to kube-system
-OUTSIDE = (("rbac.authorization.k8s.io/v1", "RoleBinding"), ("rbac.authorization.k8s.io/v1", "Role"))
+from tests.integration.public_chart_helpers import (
+    SPANS_NAMESPACES, apply_result, cases, cleanup, deleted_by_policy, hook_succeeded_left, stages)
 
 
-def _deployment_replicas(name):
-    def probe(cluster, ns):
-        return cluster.get("apps/v1", "Deployment", ns, name)["spec"]["replicas"]
-    return probe
-
-
-def _container_args(name):
-    def probe(cluster, ns):
-        spec = cluster.get("apps/v1", "Deployment", ns, name)["spec"]["template"]["spec"]
-        return sorted(arg for c in spec["containers"] for arg in c.get("args") or [] if arg.startswith("--log-level"))
-    return probe
-
-
-def _cronjob_schedule(name):
-    def probe(cluster, ns):
-        return cluster.get("batch/v1", "CronJob", ns, name)["spec"]["schedule"]
-    return probe
-
-
-def _cases(ns):
-    """chart -> (values of the first release, values of the upgrade, probe(cluster, ns), what the probe gives for
-    each, extra role variables)."""
-    return {
-        "metrics-server": ({"fullnameOverride": "ms-" + ns, "apiService": {"create": False}},
-                           {"fullnameOverride": "ms-" + ns, "apiService": {"create": False}, "replicas": 2},
-                           _deployment_replicas("ms-" + ns), (1, 2), {}),
-        "ingress-nginx": (
-            {"fullnameOverride": "ing-" + ns,
-             "controller": {"ingressClassResource": {"name": "nginx-" + ns, "controllerValue": "k8s.io/" + ns},
-                            "ingressClass": "nginx-" + ns,
-                            "admissionWebhooks": {"namespaceSelector": {
-                                "matchLabels": {"kubernetes.io/metadata.name": ns}}}}},
-            {"fullnameOverride": "ing-" + ns,
-             "controller": {"ingressClassResource": {"name": "nginx-" + ns, "controllerValue": "k8s.io/" + ns},
-                            "ingressClass": "nginx-" + ns, "replicaCount": 2,
-                            "admissionWebhooks": {"namespaceSelector": {
-                                "matchLabels": {"kubernetes.io/metadata.name": ns}}}}},
-            _deployment_replicas("ing-%s-controller" % ns), (1, 2), {"deploy_helm_hooks": "apply"}),
-        "external-dns": ({"fullnameOverride": "edns-" + ns},
-                         {"fullnameOverride": "edns-" + ns, "logLevel": "debug"},
-                         _container_args("edns-" + ns), (["--log-level=info"], ["--log-level=debug"]), {}),
-        "descheduler": ({"fullnameOverride": "desched-" + ns},
-                        {"fullnameOverride": "desched-" + ns, "schedule": "'*/5 * * * *'"},  # helm_value: YAML text
-                        _cronjob_schedule("desched-" + ns), ("*/2 * * * *", "*/5 * * * *"), {}),
-    }
-
-
-def _stages(run):
-    """The lifecycle stages manent_apply reported (its result, printed with -v), in the order they ran."""
-    for line in run.output.splitlines():
-        found = re.search(r'"stages": (\[[^]]*\])', line)
-        if found:
-            return json.loads(found.group(1))
-    raise AssertionError("no stages in the output:\n" + run.explain())
-
-
-def _cleanup(cluster, ns, application):
-    selector = "manent.io/application=%s" % application
-    for api_version, kind in CLEANUP:
-        for obj in cluster.list(api_version, kind, selector=selector):
-            cluster.delete(api_version, kind, None, obj["metadata"]["name"])
-    for api_version, kind in OUTSIDE:
-        for obj in cluster.list(api_version, kind, selector=selector):
-            if obj["metadata"]["namespace"] != ns:
-                cluster.delete(api_version, kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+def _assert_admission_hooks_deleted(cluster, ns, run):
+    """After an install or upgrade of ingress-nginx: no object whose helm.sh/hook-delete-policy says hook-succeeded
+    is left (as after helm install), and the result lists the deletion of each: its admission RBAC (hooks of the
+    pre and the post event: deleted after each) and both admission Jobs."""
+    name = "ing-%s-admission" % ns
+    rbac = ["ServiceAccount/%s/%s" % (ns, name), "Role/%s/%s" % (ns, name), "RoleBinding/%s/%s" % (ns, name),
+            "ClusterRole/%s" % name, "ClusterRoleBinding/%s" % name]
+    jobs = ["Job/%s/%s-create" % (ns, name), "Job/%s/%s-patch" % (ns, name)]
+    assert sorted(deleted_by_policy(apply_result(run, cluster.name))) == sorted(rbac * 2 + jobs), run.explain()
+    cluster.wait(lambda: hook_succeeded_left(cluster, ns) == [], timeout=60,
+                 what="no hook-succeeded object left (Jobs are deleted in the background)")
 
 
 @pytest.mark.integration
@@ -111,14 +52,18 @@ def test_a_public_chart_installs_redeploys_unchanged_upgrades_and_rolls_back(
     ns = namespaces
     cluster = clusters[-1]
     path, version = public_chart(chart)
-    values_1, values_2, probe, (want_1, want_2), more = _cases(ns)[chart]
+    values_1, values_2, probe, (want_1, want_2), more = cases(ns)[chart]
     application = "%s-%s" % (chart, ns)  # a release of its own: nothing shared with an earlier run's leftovers
     extra = base_vars(tmp_path, ns, deploy_application=application, deploy_helm_command=helm_binary(),
                       deploy_helm_release=chart, deploy_helm_value=values_1, deploy_wait_timeout="120s",
                       deploy_artifact=artifact(chart, version, path), **more)
+    verbose = 1 if chart == "ingress-nginx" else 0  # its hooks' deletions are read from manent_apply's result
     try:
-        run = run_playbook("deploy", inventory_path, extra, tmp_path / "install", limit=cluster.name)
+        run = run_playbook("deploy", inventory_path, extra, tmp_path / "install", limit=cluster.name,
+                           verbosity=verbose)
         assert run.rc == 0, run.explain()
+        if chart == "ingress-nginx":
+            _assert_admission_hooks_deleted(cluster, ns, run)
         installed = run.summary[cluster.name]
         assert installed["status"] == "deployed" and installed["version"] == version, run.explain()
         assert set(installed["counts"]) <= {"created", "recreated", "deleted"}, installed["counts"]
@@ -133,8 +78,8 @@ def test_a_public_chart_installs_redeploys_unchanged_upgrades_and_rolls_back(
         again = run.summary[cluster.name]
         assert "rendered differently" not in run.output, run.explain()  # these charts render the same each time
         if more.get("deploy_helm_hooks") == "apply":
-            main = [s for s in _stages(run) if s["stage"] == "upgrade"]
-            assert main and again["counts"]["unchanged"] == main[0]["objects"], (again["counts"], _stages(run))
+            main = [s for s in stages(run) if s["stage"] == "upgrade"]
+            assert main and again["counts"]["unchanged"] == main[0]["objects"], (again["counts"], stages(run))
         else:
             assert again["counts"] == {"unchanged": again["objects"]} and not again["changed"], run.explain()
             assert run.recap[cluster.name]["changed"] == 0, run.explain()
@@ -146,14 +91,22 @@ def test_a_public_chart_installs_redeploys_unchanged_upgrades_and_rolls_back(
         assert run.summary[cluster.name]["changed"], run.explain()
         assert probe(cluster, ns) == want_1
 
-        run = run_playbook("deploy", inventory_path, upgrade, tmp_path / "upgrade", limit=cluster.name)
+        run = run_playbook("deploy", inventory_path, upgrade, tmp_path / "upgrade", limit=cluster.name,
+                           verbosity=verbose)
         assert run.rc == 0, run.explain()
+        if chart == "ingress-nginx":
+            _assert_admission_hooks_deleted(cluster, ns, run)
         upgraded = run.summary[cluster.name]
         assert (upgraded["status"], upgraded["version"], upgraded["previous"]) == ("deployed", version + "-2",
                                                                                    version), run.explain()
         assert probe(cluster, ns) == want_2
 
-        run = run_playbook("rollback", inventory_path, upgrade, tmp_path / "rollback", limit=cluster.name)
+        run = run_playbook("rollback", inventory_path, upgrade, tmp_path / "rollback", limit=cluster.name,
+                           verbosity=verbose)
+        if chart == "ingress-nginx":  # its hooks have no rollback events: none runs, none is left
+            assert run.rc == 0, run.explain()
+            assert deleted_by_policy(apply_result(run, cluster.name)) == [], run.explain()
+            assert hook_succeeded_left(cluster, ns) == []
         if chart in SPANS_NAMESPACES:
             # the history kept in the release namespace does not restore objects elsewhere: refused, nothing
             # changed, and the way back is the one the message gives, the first release's artifact deployed again
@@ -172,7 +125,7 @@ def test_a_public_chart_installs_redeploys_unchanged_upgrades_and_rolls_back(
             assert (back["status"], back["version"]) == ("rolled-back", version), run.explain()
         assert probe(cluster, ns) == want_1
     finally:
-        _cleanup(cluster, ns, application)
+        cleanup(cluster, ns, application)
 
 
 @pytest.mark.integration
@@ -181,7 +134,7 @@ def test_hooks_of_a_public_chart_run_as_stages_in_order_and_a_value_its_schema_r
     ns = namespaces
     cluster = clusters[-1]
     path, version = public_chart("ingress-nginx")
-    values, _values_2, _probe, _want, more = _cases(ns)["ingress-nginx"]
+    values, _values_2, _probe, _want, more = cases(ns)["ingress-nginx"]
     application = "ingress-nginx-" + ns
     extra = base_vars(tmp_path, ns, deploy_application=application, deploy_helm_command=helm_binary(),
                       deploy_helm_release="ingress-nginx", deploy_helm_value=values, deploy_wait_timeout="120s",
@@ -191,7 +144,7 @@ def test_hooks_of_a_public_chart_run_as_stages_in_order_and_a_value_its_schema_r
         assert run.rc == 0, run.explain()
         # the pre-install Job (and its RBAC) before the release, the post-install one after it; each Job is deleted
         # once it succeeded (helm.sh/hook-delete-policy: hook-succeeded)
-        assert [(s["stage"], s["status"]) for s in _stages(run)] == [
+        assert [(s["stage"], s["status"]) for s in stages(run)] == [
             ("pre-install", "done"), ("install", "done"), ("post-install", "done")], run.explain()
         for job in ("ing-%s-admission-create" % ns, "ing-%s-admission-patch" % ns):
             cluster.assert_deleted("batch/v1", "Job", ns, job, timeout=60)
@@ -212,8 +165,8 @@ def test_hooks_of_a_public_chart_run_as_stages_in_order_and_a_value_its_schema_r
         assert not cluster.list("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                 selector="manent.io/application=external-dns-" + ns)
     finally:
-        _cleanup(cluster, ns, application)
-        _cleanup(cluster, ns, "external-dns-" + ns)
+        cleanup(cluster, ns, application)
+        cleanup(cluster, ns, "external-dns-" + ns)
 
 
 class _ShortTtl(threading.Thread):
@@ -253,7 +206,7 @@ def test_ingress_nginx_with_hook_jobs_deleted_by_their_ttl_installs_upgrades_and
     ns = namespaces
     cluster = clusters[-1]
     path, version = public_chart("ingress-nginx")
-    values_1, values_2, probe, (want_1, want_2), more = _cases(ns)["ingress-nginx"]
+    values_1, values_2, probe, (want_1, want_2), more = cases(ns)["ingress-nginx"]
     application = "ingress-nginx-ttl-" + ns
     extra = base_vars(tmp_path, ns, deploy_application=application, deploy_helm_command=helm_binary(),
                       deploy_helm_release="ingress-nginx", deploy_helm_value=values_1, deploy_wait_timeout="120s",
@@ -264,7 +217,7 @@ def test_ingress_nginx_with_hook_jobs_deleted_by_their_ttl_installs_upgrades_and
         for step, variables, want in (("install", extra, want_1), ("upgrade", upgrade, want_2)):
             run = run_playbook("deploy", inventory_path, variables, tmp_path / step, limit=cluster.name, verbosity=1)
             assert run.rc == 0, run.explain()
-            assert [s["status"] for s in _stages(run)] == ["done", "done", "done"], run.explain()
+            assert [s["status"] for s in stages(run)] == ["done", "done", "done"], run.explain()
             assert probe(cluster, ns) == want
         run = run_playbook("rollback", inventory_path, upgrade, tmp_path / "rollback", limit=cluster.name)
         assert run.rc == 0, run.explain()
@@ -276,4 +229,4 @@ def test_ingress_nginx_with_hook_jobs_deleted_by_their_ttl_installs_upgrades_and
     finally:
         ttl.stop.set()
         ttl.join(5)
-        _cleanup(cluster, ns, application)
+        cleanup(cluster, ns, application)

@@ -4,7 +4,6 @@
 """RBAC (issue 14): a token with a namespace-scoped Role only deploys into that namespace, history included; an
 object outside it stops the deploy before anything is written, and the error names the missing permission."""
 
-import os
 import uuid
 
 import pytest
@@ -14,32 +13,15 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from tests.integration.deploy_helpers import deploy, labelled_history, locator, versions
 from tests.objects import configmap
 from tests.reliability import record
-from tests.integration.kube import can_list
+from tests.integration.kube import deployer_token
 
 pytestmark = pytest.mark.integration
-
-RULES = [{"apiGroups": [""], "resources": ["configmaps", "secrets", "services"], "verbs": ["*"]},
-         {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]
-
-
-def _scoped_token(cluster, namespace):
-    with open(os.path.join(cluster.dir, "deployer.token"), encoding="utf-8") as handle:
-        token = handle.read().strip()
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                   "metadata": {"name": "deployer", "namespace": namespace}, "rules": RULES})
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": "deployer", "namespace": namespace},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "manent-deployer"}]})
-    return token
-
 
 @pytest.fixture
 def scoped(cluster, namespace):
     """A Kube of user manent-deployer, bound to a Role in ``namespace`` only."""
-    token = _scoped_token(cluster, namespace)
+    token = deployer_token(cluster, namespace)
     with Kube(cluster.connection(token=token)) as kube:
-        cluster.wait(lambda: can_list(kube, namespace), what="RBAC for manent-deployer")
         yield kube, token
 
 

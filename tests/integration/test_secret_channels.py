@@ -5,16 +5,25 @@
 deploy that fails, and every channel is searched for the real token and Secret value: the playbook output, the
 summary file, helm's command line and environment (a wrapper helm dumps them) and the history ConfigMaps (what
 the built-in view role may read); then the same channels with an inline client certificate and key instead of
-the token."""
+the token. And the Prometheus credentials of the analysis: a proxy in front of Prometheus whose 502 page echoes the
+request's credentials near its top (a 600-character token; basic auth with a password holding a backslash and a
+quote, encoded and decoded; an API key header) fails the role's wave analysis preflight, and no piece of 8
+characters of any of them is in any channel (-vvv output, ansible-runner's events and stdout; the traffic
+preflight's summary file: test_analysis_playbooks.py)."""
 
+import base64
 import json
+import secrets
 import stat
 
 import pytest
 
 from tests.helpers import helm_binary
-from tests.integration.playbook_helpers import artifact, base_vars, labelled_history, run_playbook, write_inventory
+from tests.http_stubs import echoing_proxy, leaked_pieces, serve
+from tests.integration.playbook_helpers import (
+    artifact, base_vars, labelled_history, run_playbook, shop_vars, write_inventory)
 from tests.integration.module_helpers import packaged_chart
+from tests.integration.runner_helpers import run_job, write_project
 from tests.reliability import record
 
 pytestmark = pytest.mark.integration
@@ -101,7 +110,7 @@ def test_no_exec_token_in_any_channel(clusters, inventory_path, namespaces, tmp_
     """The same channels with the cluster reached through an inline kubeconfig (a mapping in the host variables)
     whose exec plugin hands out short-lived ServiceAccount tokens (tests/integration/test_kubeconfig_exec.py): no
     8-character piece of any token it gave appears."""
-    from tests.integration.test_kubeconfig_exec import Plugin, exec_user, grant
+    from tests.integration.exec_helpers import Plugin, exec_user, grant
     cluster = clusters[0]
     grant(cluster, namespaces, ["deployer-1"])
     plugin = Plugin(cluster, namespaces, tmp_path / "plugin", lifetime=4)
@@ -121,3 +130,50 @@ def test_no_exec_token_in_any_channel(clusters, inventory_path, namespaces, tmp_
                 "helm argv and environment (exec credential run)": dump.read_text()}
     assert "ARGV:" in channels["helm argv and environment (exec credential run)"]
     _assert_absent(channels, pieces + [SECRET_VALUE], "exec token pieces and Secret value")
+
+
+def _assert_no_piece(channels, values, what):
+    """No channel holds a piece of 8 characters of any form of ``values``; one reliability record per channel."""
+    for channel, text in channels.items():
+        found = leaked_pieces(text, values)
+        if found:
+            record("secret", channel, False, source=__name__)
+        assert len(found) == 0, "%d pieces of %s appear in %s" % (len(found), what, channel)  # the count only
+        record("secret", channel, True, detail="no 8-character piece of %s" % what, source=__name__)
+
+
+def test_no_piece_of_a_prometheus_credential_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
+    cluster = clusters[0]
+    token = secrets.token_urlsafe(450)[:600]
+    password = 'pw\\"%s"\\q' % secrets.token_hex(12)
+    api_key = "key-" + secrets.token_hex(20)
+    basic = base64.b64encode(("manent:%s" % password).encode()).decode()
+    checks = [{"name": "errors", "query": 'sum(rate(http_requests_total{namespace="${namespace}"}[${window}]))',
+               "max": 1}]
+    seen = []
+    forbidden = [token, password, basic, api_key]
+    with serve(echoing_proxy(seen)) as url:
+        providers = {"bearer": {"url": url, "bearer_token": token, "timeout": "5s"},
+                     "basic": {"url": url, "username": "manent", "password": password, "timeout": "5s",
+                               "headers": {"X-Api-Key": api_key, "X-Scope-OrgID": "prod"},
+                               "secret_headers": ["X-Api-Key"]}}
+
+        def role_vars(name):
+            return shop_vars(tmp_path / name, namespaces, "1.0.0", "hello", deploy_analysis_provider=providers[name],
+                             deploy_wave_analysis={"checks": checks, "min_window": "5s"})
+
+        channels = {}
+        for name in providers:
+            run = run_playbook("deploy", inventory_path, role_vars(name), tmp_path / name, limit=cluster.name,
+                               verbosity=3)
+            _assert_no_piece({"-vvv output (%s)" % name: run.output}, forbidden, "the Prometheus credentials")
+            assert run.rc != 0, run.explain()
+            assert "analysis preflight failed, nothing was deployed" in run.output, run.explain()
+            assert "502 Bad Gateway" in run.output and "Authorization: ********" in run.output, run.explain()
+        job = run_job(tmp_path / "jobs", write_project(str(tmp_path / "project")), inventory_path, "deploy",
+                      role_vars("basic"), limit=cluster.name, verbosity=3)
+        _assert_no_piece({"ansible-runner events (basic)": job.events_text,
+                          "ansible-runner stdout (basic)": job.stdout}, forbidden, "the Prometheus credentials")
+        assert job.rc != 0 and "Authorization: ********" in job.stdout, job.explain()
+    assert "Bearer " + token in seen and "Basic " + basic in seen  # the proxy did get the credentials
+    assert cluster.get("v1", "ConfigMap", namespaces, "shop-config") is None

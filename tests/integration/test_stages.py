@@ -12,6 +12,7 @@ here through ``activeDeadlineSeconds`` (the Job controller deletes its pods then
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -168,6 +169,68 @@ def test_hook_annotations_map_to_stages_weights_and_delete_policies(cluster, nam
     assert _subjects(again, namespace)[:3] == [("recreated", "Job/first"), ("created", "Job/second"),
                                                ("deleted", "Job/second")]
     assert cluster.get("batch/v1", "Job", namespace, "first")["metadata"]["uid"] != first["metadata"]["uid"]
+
+
+class _ChangeWhileStageRuns(threading.Thread):
+    """As soon as ConfigMap ``touched`` appears in ``namespace``, changes it as another field manager, then lets the
+    hook Deployment ``gate`` become ready (its pods never do while their template carries NEVER_READY): the stage
+    cannot end before the ConfigMap was changed."""
+
+    def __init__(self, cluster, namespace):
+        super().__init__(daemon=True, name="change-while-stage-runs")
+        self.cluster, self.namespace, self.error = cluster, namespace, None
+        self.start()
+
+    def run(self):
+        try:
+            self.cluster.wait(lambda: self.cluster.get("v1", "ConfigMap", self.namespace, "touched"), timeout=120,
+                              interval=0.05, what="ConfigMap touched")
+            for kind, path, patch in (
+                    ("ConfigMap", "/api/v1/namespaces/%s/configmaps/touched", {"data": {"by": "someone-else"}}),
+                    ("Deployment", "/apis/apps/v1/namespaces/%s/deployments/gate",
+                     {"spec": {"template": {"metadata": {"annotations": {"manent.test/never-ready": None}}}}})):
+                self.cluster.kube.request("PATCH", path % self.namespace, query={"fieldManager": "someone-else"},
+                                          body=patch, content_type="application/merge-patch+json", subject=kind)
+        except Exception as exc:  # pylint: disable=broad-except  # reported by the test
+            self.error = exc
+
+
+def test_succeeded_deletes_hooks_of_every_kind_and_leaves_one_someone_else_changed(cluster, namespace, tmp_path):
+    """hook-succeeded on a ServiceAccount, a Role, a RoleBinding and ConfigMaps (not only Jobs and Pods): each is
+    deleted once the pre-install stage succeeded, and the change set says so; a ConfigMap that another field manager
+    changed while the stage ran is left (its resourceVersion and content are no longer what this deploy applied),
+    with the reason."""
+    succeeded = {"helm.sh/hook": "pre-install", "helm.sh/hook-delete-policy": "hook-succeeded"}
+    rbac = "rbac.authorization.k8s.io/v1"
+    objects = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "hook", "annotations": dict(succeeded)}},
+        {"apiVersion": rbac, "kind": "Role", "metadata": {"name": "hook", "annotations": dict(succeeded)},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "hook", "annotations": dict(succeeded)},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "hook"},
+         "subjects": [{"kind": "ServiceAccount", "name": "hook", "namespace": namespace}]},
+        configmap("plain", dict(succeeded), v="1"), configmap("touched", dict(succeeded), v="1"),
+        deployment("gate", template_annotations=dict(NEVER_READY),
+                   annotations={"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "1"}),
+        configmap("app", v="1")]
+    changer = _ChangeWhileStageRuns(cluster, namespace)
+    result = h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    changer.join(5)
+    assert changer.error is None, changer.error
+    by_policy = sorted((c.action, c.subject.replace("/%s/" % namespace, "/"), c.reason) for c in result.changes
+                       if c.reason.startswith("delete-policy"))
+    assert by_policy == sorted([
+        ("skipped", "ConfigMap/touched", "delete-policy succeeded: not deleted: changed since this deploy applied it "
+                                         "(by someone-else)"),
+        ("deleted", "ConfigMap/plain", "delete-policy succeeded"),
+        ("deleted", "RoleBinding/hook", "delete-policy succeeded"),
+        ("deleted", "Role/hook", "delete-policy succeeded"),
+        ("deleted", "ServiceAccount/hook", "delete-policy succeeded")])
+    for api_version, kind, name in (("v1", "ServiceAccount", "hook"), (rbac, "Role", "hook"),
+                                    (rbac, "RoleBinding", "hook"), ("v1", "ConfigMap", "plain")):
+        assert cluster.get(api_version, kind, namespace, name) is None, (kind, name)  # gone when the deploy ends
+    assert cluster.get("v1", "ConfigMap", namespace, "touched")["data"] == {"v": "1", "by": "someone-else"}
+    assert cluster.get("apps/v1", "Deployment", namespace, "gate") is not None  # no policy that deletes it
 
 
 def test_a_failed_weight_group_stops_the_later_groups(cluster, namespace, tmp_path):

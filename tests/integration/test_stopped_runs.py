@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import time
 
 import pytest
 
@@ -22,7 +21,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity im
 from tests.integration.deploy_helpers import labelled_history, locator, mid_rollout, record_status
 from tests.integration.playbook_helpers import (
     app_objects, artifact, base_vars, run_playbook, start_playbook, write_manifest)
-from tests.integration.process_helpers import kill_all, new_marker, wait_gone
+from tests.integration.process_helpers import kill_all, new_marker, tail, wait_for_moment, wait_gone
 
 pytestmark = pytest.mark.integration
 
@@ -38,21 +37,6 @@ def _vars(tmp_path, namespace, version, secret, **options):
                      deploy_wait_timeout="10m")
 
 
-def _tail(log, size=3000):
-    with open(log, encoding="utf-8", errors="replace") as handle:
-        return handle.read()[-size:]
-
-
-def _wait_for(condition, process, log, timeout):
-    """Wait until ``condition()``; fails when the run ends first or the moment never comes."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if process.poll() is not None:
-            raise AssertionError("ansible-playbook ended before it was stopped:\n%s" % _tail(log, 6000))
-        assert time.monotonic() < deadline, "the run did not reach its rollout wait within %ds" % timeout
-        time.sleep(0.2)
-
-
 def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster, inventory_path, namespace, tmp_path):
     secret = secrets.token_hex(16)
     first = run_playbook("deploy", inventory_path, _vars(tmp_path / "1", namespace, "1.0.0", secret), tmp_path / "1",
@@ -66,7 +50,8 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
                                                              never_ready=True),
                              tmp_path / version, log, limit=cluster.name, env=marker)
         try:
-            _wait_for(lambda: mid_rollout(cluster, namespace, "shop", version, KEY), run, log, MOMENT_TIMEOUT)
+            wait_for_moment(lambda: mid_rollout(cluster, namespace, "shop", version, KEY), run, log, MOMENT_TIMEOUT,
+                            "its rollout wait")
             os.killpg(run.pid, signum)
             run.wait(STOP_TIMEOUT)
             left = wait_gone(marker, STOP_TIMEOUT)
@@ -77,7 +62,7 @@ def test_a_run_stopped_by_sigterm_or_sigint_mid_apply_releases_the_lock(cluster,
         assert (loc["version"], loc["lockHolder"]) == ("1.0.0", ""), "%s: %r" % (signum.name, loc)
         status = record_status(cluster, namespace, version, KEY)
         assert status == STATUS_FAILED, "%s: the record of %s says %r; the stopped run's output ends:\n%s" % (
-            signum.name, version, status, _tail(log))
+            signum.name, version, status, tail(log))
 
     again = run_playbook("deploy", inventory_path, _vars(tmp_path / "4", namespace, "4.0.0", secret), tmp_path / "4",
                          limit=cluster.name)

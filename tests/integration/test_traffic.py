@@ -481,8 +481,9 @@ def test_a_refused_step_changes_nothing_and_says_so(cluster, namespace, tmp_path
 
 def test_a_step_that_fails_after_a_write_says_exactly_what_was_written(cluster, namespace, tmp_path):
     """The candidate grew and the weights were written, then the route's controller never accepted them: the
-    error and its partial result list both writes, never "nothing was changed"."""
-    candidate_of(cluster, tmp_path, namespace)
+    error and its partial result list both writes, never "nothing was changed". The step stays recorded in progress
+    (with why it stopped) for status, and its rerun finishes it."""
+    ref = candidate_of(cluster, tmp_path, namespace)
 
     with pytest.raises(WaitError) as failed:
         traffic(cluster, namespace, accept_timeout=2).run("step", 50)
@@ -498,6 +499,107 @@ def test_a_step_that_fails_after_a_write_says_exactly_what_was_written(cluster, 
     assert "written before the failure: %s: replicas 1 -> 2; HTTPRoute/%s/shop: weights a 50, b 50" % (
         candidate, namespace) in message and "nothing was changed" not in message
     assert replicas(cluster, namespace, "shop-b") == 2
+
+    record = json.loads(locator(cluster, namespace)["inProgress"])
+    assert (record["operation"], record["percent"], record["weights"], record["replicas"]) == (
+        "step", 50, {"a": 50, "b": 50}, {candidate: 2}), "worker-b is HPA-managed: %r" % record
+    assert record["stopped"] and "not accepted after 2s" in record["reason"], record
+    summary = traffic(cluster, namespace).run("status").history["in_progress"]["summary"]
+    assert summary.startswith("step to 50 %% interrupted: started %s by " % record["started"]), summary
+    assert "the route sends a 50, b 50, target a 50, b 50;" in summary and "rerun the step to 50 %" in summary
+    with AutoController(cluster, ref):
+        again = traffic(cluster, namespace).run("step", 50)
+    assert "the step to 50 %% started %s by %s did not finish: this step to 50 %% finishes it" % (
+        record["started"], record["by"]) in again.warnings, again.warnings
+    assert "inProgress" not in locator(cluster, namespace)
+
+
+def _resource_versions(cluster, namespace, names=("shop-a", "worker-a", "shop-b", "worker-b")):
+    out = {name: cluster.get("apps/v1", "Deployment", namespace, name)["metadata"]["resourceVersion"] for name in names}
+    out["hpa"] = cluster.get("autoscaling/v2", "HorizontalPodAutoscaler", namespace, "worker-a")["metadata"][
+        "resourceVersion"]
+    return out
+
+
+def _observed(route):
+    """The generation the stand-in controller last reported on ``route``."""
+    parents = (route.get("status") or {}).get("parents") or [{}]
+    return min(c.get("observedGeneration") or 0 for c in parents[0].get("conditions") or [{}])
+
+
+def test_retire_is_refused_while_any_rule_still_sends_to_the_slot(cluster, namespace, tmp_path):
+    """After the promotion of 2.0.0 (slot b), the route gets a second rule for /api that still sends everything to
+    shop-a (one the infrastructure wrote, listing only that slot), then a second weighted rule turned back to slot a
+    by hand: retire names the rule each time and writes nothing (route, workloads, HPA, history), then retires once
+    no rule sends to slot a."""
+    ref = candidate_of(cluster, tmp_path, namespace)
+    api = {"path": {"type": "PathPrefix", "value": "/api"}}
+    with AutoController(cluster, ref):
+        traffic(cluster, namespace).run("promote")
+        for backends in ([{"name": "shop-a", "port": 8080, "weight": 100}],
+                         [{"name": "shop-a", "port": 8080, "weight": 100}, {"name": "shop-b", "port": 8080,
+                                                                             "weight": 0}]):
+            rules = [item for item in read(cluster, ref)["spec"]["rules"] if item.get("name") != "api"]
+            rules.append({"name": "api", "matches": [api], "backendRefs": backends})
+            generation = cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                                              content_type="application/merge-patch+json").data["metadata"]["generation"]
+            cluster.wait(lambda: _observed(read(cluster, ref)) == generation, what="the controller's status")
+            route_before = read(cluster, ref)["metadata"]["resourceVersion"]
+            before = _resource_versions(cluster, namespace)
+            loc_before = {k: v for k, v in locator(cluster, namespace).items() if not k.startswith("lock")}
+
+            with pytest.raises(InputError) as refused:
+                traffic(cluster, namespace).run("retire")
+
+            message = str(refused.value)
+            assert 'cannot retire slot a: the route still sends it traffic in rule 3 (api) matching [{"path":' \
+                in message and '"/api"' in message and ": a 100, b 0" in message, message
+            assert ("manent weighs only the rules that list both" in message) == (len(backends) == 1), message
+            assert ("promote again" in message) == (len(backends) == 2), message
+            assert "nothing was changed" in message
+            assert read(cluster, ref)["metadata"]["resourceVersion"] == route_before
+            assert _resource_versions(cluster, namespace) == before
+            assert replicas(cluster, namespace, "shop-a") == 4
+            loc = locator(cluster, namespace)
+            assert {k: v for k, v in loc.items() if not k.startswith("lock") and k != "updated"} == \
+                {k: v for k, v in loc_before.items() if k != "updated"} and loc["lockHolder"] == ""
+            assert "inProgress" not in loc
+            status = traffic(cluster, namespace).run("status")
+            assert any("rule 3 (api)" in rule_["rule"] and rule_["weights"] == {"a": 100, "b": 0}
+                       for rule_ in status.route["rules"]), status.route
+
+        rules = [item for item in read(cluster, ref)["spec"]["rules"] if item.get("name") != "api"]
+        cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                             content_type="application/merge-patch+json")
+        traffic(cluster, namespace).run("retire")
+    assert replicas(cluster, namespace, "shop-a") == 0 and locator(cluster, namespace)["retired"] == "1.0.0"
+
+
+def test_abort_keeps_the_candidate_up_while_a_rule_manent_does_not_weigh_sends_to_it(cluster, namespace, tmp_path):
+    """A /preview rule that lists only shop-b: abort moves the weighted rules (and the testers') back to slot a, then
+    refuses to scale shop-b down, naming the rule; once the rule is gone, abort again finishes it."""
+    ref = candidate_of(cluster, tmp_path, namespace)
+    rules = read(cluster, ref)["spec"]["rules"]
+    rules.append({"name": "preview", "matches": [{"path": {"type": "PathPrefix", "value": "/preview"}}],
+                  "backendRefs": [{"name": "shop-b", "port": 8080}]})
+    cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                         content_type="application/merge-patch+json")
+    with AutoController(cluster, ref):
+        traffic(cluster, namespace).run("step", 50)
+        with pytest.raises(InputError) as refused:
+            traffic(cluster, namespace).run("abort")
+        message = str(refused.value)
+        assert "cannot scale down slot b: the route still sends it traffic in rule 3 (preview) matching" in message
+        assert ": a 0, b 1 (" in message and "then abort again" in message, message
+        assert weights(rule(read(cluster, ref), "app")) == {"a": 100, "b": 0}
+        assert replicas(cluster, namespace, "shop-b") == 2 and locator(cluster, namespace)["candidate"] == "2.0.0"
+
+        rules = [item for item in read(cluster, ref)["spec"]["rules"] if item.get("name") != "preview"]
+        cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},
+                             content_type="application/merge-patch+json")
+        again = traffic(cluster, namespace).run("abort")
+    assert any("this abort of 2.0.0 finishes it" in warning for warning in again.warnings), again.warnings
+    assert replicas(cluster, namespace, "shop-b") == 0 and record_status(cluster, namespace, "2.0.0") == STATUS_ABORTED
 
 
 def test_a_step_down_shrinks_the_candidate_after_the_settle_delay_and_says_so(cluster, namespace, tmp_path):

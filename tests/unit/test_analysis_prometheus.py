@@ -123,7 +123,7 @@ def test_credentials_are_in_no_repr_and_no_message():
         prom.query("up", START)
     assert TOKEN not in str(err.value) and TOKEN not in repr(err.value)
     assert "echo: ********" in str(err.value)
-    assert prom.redact("tenant-secret-1 and %s" % TOKEN) == "******** and ********"
+    assert prom.redact("tenant-secret-1 and %s" % TOKEN) == "tenant-secret-1 and ********"  # not a secret header
 
 
 def test_messages_name_the_prometheus():
@@ -236,3 +236,15 @@ def test_a_refused_connection():
         real_client(url).query("up", START)
     assert err.value.kind == "unreachable" and "Connection refused" in str(err.value)
     assert str(err.value).startswith("Prometheus at %s: unreachable" % url)
+
+
+def test_prometheus_2_53_infos_among_the_warnings_are_infos():
+    """Before 2.54 Prometheus sends its info annotations in ``warnings`` (prometheus#14327); a real warning stays one."""
+    prom, _prometheus = client(lambda _q, _at: fixture("infos_in_warnings_2_53"))
+    got = prom.query("rate(nginx_ingress_controller_requests[1m])", START)
+    assert got.warnings == () and len(got.infos) == 1
+    assert got.infos[0].startswith("PromQL info: metric might not be a counter")
+    mixed = answer("1", warnings=["PromQL warning: encountered a mix of histograms and floats", "PromQL info: x"])
+    got = client(lambda _q, _at: mixed)[0].query("q", START)
+    assert got.warnings == ("PromQL warning: encountered a mix of histograms and floats",)
+    assert got.infos == ("PromQL info: x",)

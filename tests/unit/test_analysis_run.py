@@ -230,3 +230,42 @@ def test_preflight_keeps_sending_after_a_refused_query():
     result, prometheus = preflight(checks, lambda q, _at: fixture("error_bad_data") if q == "qa" else answer("1"))
     assert len(prometheus.requests) == 2
     assert [q.outcome for q in result.queries] == ["refused", "accepted"]
+
+
+NOT_PROMETHEUS = [
+    (200, b'{"status": "success", "data": {"resultType": "streams", "result": [{"stream": {"app": "shop"}, '
+          b'"values": [["1733306400000000000", "GET /"]]}]}}'),
+    (200, b'{"status": "success", "data": {"resultType": "vector", "result": {"foo": 1}}}'),
+    (200, b'{"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "foo": 1}]}}'),
+    (200, b'{"status": "success", "data": {"foo": 1}}'),
+    (200, b'{"major": "1", "minor": "34", "gitVersion": "v1.34.4"}'),
+    (200, b"<html><head><title>Welcome</title></head><body>It works</body></html>"),
+]
+
+
+@pytest.mark.parametrize("reply", NOT_PROMETHEUS, ids=["loki-streams", "result-not-a-list", "no-value", "no-result",
+                                                       "kube-version", "html"])
+def test_preflight_refuses_an_answer_that_is_not_prometheus(reply):
+    checks = [Check("a", "qa", max=1.0), Check("b", "qb", max=1.0)]
+    result, prometheus = preflight(checks, lambda _q, _at: reply)
+    assert [q.outcome for q in result.queries] == ["refused", "not sent"] and len(prometheus.requests) == 1
+    assert "not a Prometheus" in result.queries[0].message
+    assert "provider.url" in result.queries[0].message
+
+
+def test_preflight_reports_the_info_prometheus_2_53_sends_as_a_warning():
+    """Prometheus before 2.54 sends info annotations among the warnings (answer recorded from 2.53.3)."""
+    result, _prometheus = preflight([Check("a", "qa", max=1.0)], lambda _q, _at: fixture("infos_in_warnings_2_53"))
+    (query,) = result.queries
+    assert query.outcome == "accepted" and not result.refused
+    assert "Prometheus noted: PromQL info: metric might not be a counter" in query.message
+
+
+def test_an_answer_of_prometheus_2_53_with_an_info_is_judged():
+    """With inconclusive_limit 0, the info of a counter without _total (recorded from 2.53.3) is not partial data."""
+    checks = [Check("a", "rate(nginx_ingress_controller_requests[${window}])", min=1.0, max=20.0, count=3,
+                    inconclusive_limit=0)]
+    result, _prometheus, _clock, _lines = analyze(checks, always(fixture("infos_in_warnings_2_53")))
+    assert result.outcome()[0] == SUCCESSFUL
+    (measurement, *_rest) = result.runs[0].measurements
+    assert measurement.sides[0].result.infos and not measurement.sides[0].result.warnings

@@ -148,6 +148,7 @@ def secret_params(monkeypatch, tmp_path, how):
     parameters = params([check(name="a"), check(name="b", query='sum(up{t="${namespace}"})')])
     provider = parameters["provider"]
     provider["headers"] = {"X-Scope-OrgID": "tenant-secret-9"}
+    provider["secret_headers"] = ["X-Scope-OrgID"]
     if how == "inline":
         provider["bearer_token"] = TOKEN
     elif how == "file":
@@ -174,6 +175,26 @@ def test_credentials_are_absent_from_every_output(monkeypatch, tmp_path, how, mo
         assert secret not in everything
 
 
+def test_a_tenant_header_that_is_not_secret_masks_nothing(monkeypatch):
+    """A tenant ``prod`` is not a credential: the namespace shop-prod stays shop-prod in queries and reasons, in the
+    module's result too (``headers`` is no_log for ansible; module_main takes the plain values off)."""
+    parameters = params([check(query='sum(rate(errors{namespace="shop-prod"}[${window}]))')])
+    parameters["provider"]["headers"] = {"X-Scope-OrgID": "prod", "X-Api-Key": "api-key-5e2f9a71"}
+    parameters["provider"]["secret_headers"] = ["X-Api-Key"]
+    out, prometheus, _lines = run(parameters, lambda _q, _at: answer("0.01", {"namespace": "shop-prod"}))
+    assert prometheus.requests[0]["headers"]["X-Scope-OrgID"] == "prod"
+    assert out["checks"][0]["rendered_query"] == 'sum(rate(errors{namespace="shop-prod"}[180s]))'
+    assert "shop-prod" in out["checks"][0]["reason"] and "********" not in json.dumps(out)
+    assert task.given_secrets(parameters) == {"api-key-5e2f9a71", TOKEN}
+    module = FakeModule(parameters)
+    module.no_log_values.update({"prod", "api-key-5e2f9a71", TOKEN})  # what ansible collects of the no_log options
+    real_run = task.run
+    monkeypatch.setattr(task, "run", lambda p, c: real_run(p, c, clock=FakeClock(START), sleep=lambda _s: None,
+                                                           transport=FakePrometheus(lambda _q, _at: answer("0.01"))))
+    task.module_main(module)
+    assert module.no_log_values == {"api-key-5e2f9a71", TOKEN} and not module.result["failed"]
+
+
 def test_credentials_are_absent_from_an_unexpected_error(monkeypatch, tmp_path):
     parameters = secret_params(monkeypatch, tmp_path, "inline")
 
@@ -192,6 +213,7 @@ class FakeModule:
         self.check_mode = check_mode
         self.warnings = []
         self.result = None
+        self.no_log_values = set()
 
     def warn(self, text):
         self.warnings.append(text)

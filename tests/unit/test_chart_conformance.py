@@ -75,6 +75,11 @@ CASES = {
         {"slot": "a"},
         {"slot": "b", "set_values": {"replicaCount": "2"}, "release": "shop"},
     ],
+    # Helm hooks of many kinds with every delete policy, cluster-scoped ones named after the namespace.
+    "hook-parity-0.1.0.tgz": [
+        {},
+        {"set_values": {"revision": "2", "first": "false"}, "release": "parity", "namespace": "t-1"},
+    ],
     # A hook Job that its TTL deletes as soon as it finished.
     "ttl-hooks-0.1.0.tgz": [
         {},

@@ -432,10 +432,12 @@ def test_locator_round_trip():
                "promoted": "", "retired": ""}
     assert cm["data"] == dict(current, updated="2024-05-01T12:00:00Z", lockHolder="", lockSince="", lockExpires="",
                               **traffic)
-    assert decode_locator(cm) == cm["data"]
-    # a locator written before the artifact's sha256 was recorded reads it as ''
-    del cm["data"]["artifactSha256"]
-    assert decode_locator(cm)["artifactSha256"] == ""
+    assert decode_locator(cm) == dict(cm["data"], inProgress=""), "inProgress is written only when set"
+    busy = encode_locator(SHOP, "shop-prod", dict(current, inProgress='{"operation":"step"}'), now=T0)
+    assert decode_locator(busy)["inProgress"] == '{"operation":"step"}'
+    # a locator written before the artifact's sha256 was recorded (or without one) reads it as ''
+    unrecorded = encode_locator(SHOP, "shop-prod", dict(current, artifactSha256=""), now=T0)
+    assert "artifactSha256" not in unrecorded["data"] and decode_locator(unrecorded)["artifactSha256"] == ""
 
 
 def test_locator_updated_is_kept_without_now():

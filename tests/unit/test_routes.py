@@ -21,7 +21,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import a
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.destinations import check_subsets, lookup_path
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.istio import service_of
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
-    Target, current_weights, set_weights)
+    Target, current_weights, describe_share, sending_to, set_weights, shares)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, InputError, WaitError
 from tests.integration.route_helpers import weights
 from tests.unit.fakes import FakeClock
@@ -420,3 +420,53 @@ def test_route_refs_and_paths():
         "/apis/networking.istio.io/v1/namespaces/mesh/virtualservices/shop"
     with pytest.raises(InputError, match="unsupported route kind 'Ingress'"):
         routes.path_of(routes.RouteRef("Ingress", "shop", "shop"))
+
+
+# ------------------------------------------------------------------------------------------- every rule's shares
+
+
+def with_api_rule(route, kind, slot, weight=None):
+    """``route`` with a rule (entry) ``api`` for /api that lists only ``slot`` (weight ``weight``, or none)."""
+    route = copy.deepcopy(route)
+    if kind == "VirtualService":
+        destination = {"destination": {"host": "shop.shop.svc.cluster.local", "subset": slot}}
+        if weight is not None:
+            destination["weight"] = weight
+        route["spec"]["http"].insert(1, {"name": "api", "match": [{"uri": {"prefix": "/api"}}], "route": [destination]})
+    else:
+        backend = {"name": "shop-%s" % slot, "port": 8080}
+        if weight is not None:
+            backend["weight"] = weight
+        route["spec"]["rules"].insert(1, {"name": "api", "matches": [{"path": {"type": "PathPrefix", "value": "/api"}}],
+                                          "backendRefs": [backend]})
+    return route
+
+
+@pytest.mark.parametrize("kind,fixture", [("HTTPRoute", "httproute.yaml"), ("VirtualService", "virtualservice.yaml")])
+@pytest.mark.parametrize("weight,sends", [(None, True), (5, True), (0, False)])
+def test_shares_read_every_rule_naming_a_slot_not_only_the_first_weighted(kind, fixture, weight, sends):
+    route = with_api_rule(load(fixture), kind, "a", weight)
+    found = shares(route, kind, "shop", testers=TESTERS)
+    roles = [(share.index, share.role) for share in found]
+    assert roles == [(0, "testers"), (1, "other"), (3, "weighted")], roles
+    api = found[1]
+    assert api.name.startswith("%s 1 (api) matching " % ("http entry" if kind == "VirtualService" else "rule"))
+    assert "/api" in api.name
+    expected_a = {None: 100 if kind == "VirtualService" else 1, 5: 5, 0: 0}[weight]
+    assert api.weights == {"a": expected_a, "b": 0}
+    assert [share.index for share in sending_to(found, "a")] == ([0, 1, 3] if sends else [0, 3])
+    assert describe_share(api).endswith(": a %d, b 0" % expected_a)
+
+
+def test_shares_of_a_second_weighted_rule_that_disagrees():
+    route = load("httproute.yaml")
+    second = copy.deepcopy(rule_named(route["spec"], "app"))
+    second.update(name="api", matches=[{"path": {"type": "PathPrefix", "value": "/api"}}])
+    route["spec"]["rules"].append(second)
+    spec = set_weights(route, "HTTPRoute", "shop", "b", 100, testers=TESTERS)
+    stepped = dict(route, spec=spec)
+    rule_named(spec, "api")["backendRefs"][0]["weight"] = 100  # changed by hand after the promote
+    found = shares(stepped, "HTTPRoute", "shop", testers=TESTERS)
+    assert current_weights(stepped, "HTTPRoute", "shop", testers=TESTERS) == {"a": 0, "b": 100}, "the first"
+    assert [(share.name.split(" matching")[0], share.weights) for share in sending_to(found, "a")] == \
+        [("rule 3 (api)", {"a": 100, "b": 100})]

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import stages
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of
 
 
 def _obj(kind="ConfigMap", name="c", api_version="v1", **annotations):
@@ -139,13 +140,27 @@ class _Reader:
 
 
 class _Deleter:
-    def __init__(self, live):
+    """Records deletes: Jobs and Pods by uid (``delete``), other kinds as the deploy applied them
+    (``delete_applied``: ``left`` maps a name to why it is left)."""
+
+    def __init__(self, live, left=None, calls=None):
         self.reader = _Reader(live)
         self.deleted = []
+        self.left = left or {}
+        self.calls = calls if calls is not None else []
 
     def delete(self, obj, wait=True, propagation=None, uid=None):
         self.deleted.append((obj["metadata"]["name"], uid, wait))
+        self.calls.append(("delete", obj["metadata"]["name"]))
         return True
+
+    def delete_applied(self, obj, applied=None, wait=True):
+        name = obj["metadata"]["name"]
+        if name in self.left:
+            return False, self.left[name]
+        self.deleted.append((name, ((applied or {}).get("metadata") or {}).get("uid"), wait))
+        self.calls.append(("delete", name))
+        return True, ""
 
 
 def _live(state, uid):
@@ -235,3 +250,164 @@ def test_pod_witness_watches_jobs_read_together():
                                 lambda objs: {"j": running, "k": done})
     assert witness.fetch_many([running, done]) == {"j": running, "k": done}
     assert listed == ["j"]  # only the running Job's pods are listed
+
+
+def _hook(kind, name, events, policy, api_version="v1", weight=None):
+    annotations = {"helm.sh/hook": events, "helm.sh/hook-delete-policy": policy}
+    if weight is not None:
+        annotations["helm.sh/hook-weight"] = str(weight)
+    obj = _obj(kind, name, api_version, **annotations)
+    if kind.startswith("Cluster"):
+        del obj["metadata"]["namespace"]
+    return obj
+
+
+def _recorder(calls):
+    def apply(objs):
+        calls.append(("apply", [o["metadata"]["name"] for o in objs]))
+
+    def wait(objs):
+        calls.append(("wait", [o["metadata"]["name"] for o in objs]))
+        return []
+    return apply, wait
+
+
+def test_succeeded_deletes_every_kind_of_the_stage_once_it_is_done_in_reverse_order():
+    """ingress-nginx's admission hooks: RBAC and a Job, before-hook-creation,hook-succeeded; Helm deletes them all
+    at the end of the event, after every hook ran, the last one first."""
+    policy = "before-hook-creation,hook-succeeded"
+    events = "pre-install,pre-upgrade,post-install,post-upgrade"
+    rbac = "rbac.authorization.k8s.io/v1"
+    objects = [_hook("ServiceAccount", "adm", events, policy), _hook("ClusterRole", "adm", events, policy, rbac),
+               _hook("ClusterRoleBinding", "adm", events, policy, rbac), _hook("Role", "adm-r", events, policy, rbac),
+               _hook("Job", "create", "pre-install,pre-upgrade", policy, "batch/v1"),
+               _hook("Job", "late", "pre-install", "hook-succeeded", "batch/v1", weight=5)]
+    stage = stages.plan(objects, "install")[0]
+    calls, changes = [], []
+    deleter = _Deleter({"create": _live("complete", "u-c"), "late": _live("complete", "u-l")}, calls=calls)
+    applied = {key_of(objects[1]): {"metadata": {"uid": "u-cr"}}}
+    apply, wait = _recorder(calls)
+    stages.run(stage, apply, wait, deleter, changes, applied=applied)
+    assert calls == [("apply", ["adm", "adm", "adm", "adm-r", "create"]), ("wait", ["create"]),
+                     ("apply", ["late"]), ("wait", ["late"]),
+                     ("delete", "late"), ("delete", "create"), ("delete", "adm-r"), ("delete", "adm"),
+                     ("delete", "adm"), ("delete", "adm")]
+    assert ("adm", "u-cr", True) in deleter.deleted  # as this deploy applied it, waited until gone
+    assert ("create", "u-c", False) in deleter.deleted  # a Job: the uid of the live copy judged, as before
+    assert [(c.subject, c.action, c.reason) for c in changes] == [
+        ("Job/n/late", "deleted", "delete-policy succeeded"), ("Job/n/create", "deleted", "delete-policy succeeded"),
+        ("Role/n/adm-r", "deleted", "delete-policy succeeded"),
+        ("ClusterRoleBinding/adm", "deleted", "delete-policy succeeded"),
+        ("ClusterRole/adm", "deleted", "delete-policy succeeded"),
+        ("ServiceAccount/n/adm", "deleted", "delete-policy succeeded")]
+
+
+def test_an_object_needed_by_a_later_stage_is_deleted_after_each_stage_and_applied_again():
+    objects = [_hook("ServiceAccount", "adm", "pre-install,post-install", "before-hook-creation,hook-succeeded")]
+    plan = stages.plan(objects, "install")
+    assert [s.name for s in plan] == ["pre-install", "install", "post-install"]
+    calls, changes = [], []
+    deleter = _Deleter({}, calls=calls)
+    apply, wait = _recorder(calls)
+    for stage in plan:
+        stages.run(stage, apply, wait, deleter, changes)
+    assert calls == [("apply", ["adm"]), ("delete", "adm"), ("apply", ["adm"]), ("delete", "adm")]
+
+
+def test_an_object_changed_by_someone_else_is_left_and_said_so():
+    objects = [_hook("ConfigMap", "seed", "pre-install", "hook-succeeded")]
+    changes = []
+    deleter = _Deleter({}, left={"seed": "changed since this deploy applied it (by kubectl-edit)"})
+    stages.run(stages.plan(objects, "install")[0], lambda objs: None, lambda objs: [], deleter, changes)
+    assert deleter.deleted == []
+    assert [(c.subject, c.action, c.reason) for c in changes] == [
+        ("ConfigMap/n/seed", "skipped", "delete-policy succeeded: not deleted: changed since this deploy applied it "
+                                        "(by kubectl-edit)")]
+
+
+def test_a_failed_wait_deletes_what_succeeded_by_succeeded_and_what_failed_by_failed():
+    """As Helm when a hook fails: the hooks that ran before it are deleted by hook-succeeded, the failed one by
+    hook-failed; the groups after it are not applied. A kind that cannot fail is never deleted by failed."""
+    objects = [_hook("ServiceAccount", "sa", "pre-install", "hook-succeeded", weight=-1),
+               _hook("ConfigMap", "kept", "pre-install", "hook-failed", weight=-1),
+               _hook("Job", "ok", "pre-install", "hook-succeeded", "batch/v1", weight=-1),
+               _hook("Job", "bad", "pre-install", "hook-failed,hook-succeeded", "batch/v1"),
+               _hook("Job", "good", "pre-install", "hook-succeeded", "batch/v1"),
+               _hook("Role", "next", "pre-install", "hook-succeeded", "rbac.authorization.k8s.io/v1", weight=1)]
+    stage = stages.plan(objects, "install")[0]
+    changes = []
+    deleter = _Deleter({"ok": _live("complete", "u-ok"), "bad": _live("failed", "u-bad"),
+                        "good": _live("complete", "u-good")})
+    waits = []
+
+    def wait(objs):
+        waits.append([o["metadata"]["name"] for o in objs])
+        if len(waits) == 2:
+            raise WaitError("rollout failed: Job Failed", subject="Job/n/bad", permanent=True)
+        return []
+
+    with pytest.raises(WaitError) as err:
+        stages.run(stage, lambda objs: None, wait, deleter, changes)
+    assert "pre-install stage failed" in str(err.value)
+    assert waits == [["ok"], ["bad", "good"]]
+    assert [(c.subject, c.reason) for c in changes] == [
+        ("Job/n/good", "delete-policy succeeded"), ("Job/n/bad", "delete-policy failed"),
+        ("Job/n/ok", "delete-policy succeeded"), ("ServiceAccount/n/sa", "delete-policy succeeded")]
+
+
+def test_a_workload_of_the_failed_group_is_judged_by_its_status():
+    objects = [_hook("Deployment", "up", "pre-install", "hook-succeeded", "apps/v1"),
+               _hook("Deployment", "down", "pre-install", "hook-failed", "apps/v1"),
+               _hook("Deployment", "slow", "pre-install", "hook-failed,hook-succeeded", "apps/v1")]
+    current = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"generation": 1},
+               "spec": {"replicas": 1}, "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
+                                                   "readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                                                       {"type": "Available", "status": "True"}]}}
+    failed = dict(current, status={"observedGeneration": 1, "replicas": 1, "conditions": [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]})
+    progressing = dict(current, status={"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1})
+    changes = []
+    deleter = _Deleter({"up": current, "down": failed, "slow": progressing})
+
+    def wait(objs):
+        raise WaitError("rollout failed", subject="Deployment/n/down", permanent=True)
+
+    with pytest.raises(WaitError):
+        stages.run(stages.plan(objects, "install")[0], lambda objs: None, wait, deleter, changes)
+    assert [(c.subject, c.reason) for c in changes] == [
+        ("Deployment/n/down", "delete-policy failed"), ("Deployment/n/up", "delete-policy succeeded")]
+
+
+def test_a_main_stage_without_wait_deletes_only_what_needs_no_wait():
+    objects = [_obj("ConfigMap", "once", **{"werf.io/delete-policy": "succeeded"}),
+               _obj("Deployment", "web", "apps/v1", **{"werf.io/delete-policy": "succeeded"}),
+               _job("j", **{"werf.io/delete-policy": "succeeded"})]
+    changes = []
+    deleter = _Deleter({"j": _live("complete", "u-j")})
+    stages.run(stages.plan(objects, "upgrade")[0], lambda objs: None, lambda objs: [], deleter, changes, wait=False)
+    assert [(c.subject, c.action) for c in changes] == [("ConfigMap/n/once", "deleted")]
+
+
+def test_custom_resource_definitions_are_never_deleted_by_a_delete_policy():
+    crd = _hook("CustomResourceDefinition", "widgets.example.com", "pre-install",
+                "before-hook-creation,hook-succeeded", "apiextensions.k8s.io/v1")
+    assert lifecycle.delete_policies(crd) == frozenset()
+    assert any("never deleted by a delete policy" in w for w in lifecycle.lint(crd))
+    assert not any("never deleted" in w for w in lifecycle.lint(
+        _obj("CustomResourceDefinition", "w", "apiextensions.k8s.io/v1", **{"helm.sh/hook": "pre-install"})))
+    changes = []
+    stages.run(stages.plan([crd], "install")[0], lambda objs: None, lambda objs: [], _Deleter({}), changes)
+    assert changes == []
+
+
+def test_check_mode_lists_what_succeeded_would_delete():
+    objects = [_hook("ServiceAccount", "adm", "pre-install", "before-hook-creation,hook-succeeded"),
+               _hook("Job", "create", "pre-install", "hook-succeeded", "batch/v1"),
+               _hook("ConfigMap", "kept", "pre-install", "before-hook-creation")]
+    changes = []
+    stages.would_delete(stages.plan(objects, "install")[0], changes)
+    assert [(c.subject, c.action, c.reason) for c in changes] == [
+        ("Job/n/create", "deleted", "delete-policy succeeded: once the pre-install stage succeeded (check mode: "
+                                    "not deleted)"),
+        ("ServiceAccount/n/adm", "deleted", "delete-policy succeeded: once the pre-install stage succeeded (check "
+                                            "mode: not deleted)")]

@@ -6,13 +6,16 @@ pinned ``time``) per call, on the standard library's urllib (proxies from the en
 Where Prometheus is and the credentials are a provider.Provider.
 
 - TLS is verified (system CAs, or ``ca_file``); ``insecure_skip_tls_verify`` turns it off (the module warns).
-- Credentials: a bearer token, or basic auth, and extra headers (a tenant header). Their values are kept out of
-  reprs and messages: every message this module builds is passed through :meth:`PrometheusClient.redact`.
+- Credentials: a bearer token, or basic auth, and extra headers (a tenant header). The credential values (token,
+  password, the Authorization header, the secret headers' values: provider.py) are kept out of reprs and messages in
+  every form they can take (masking.py): an answer's text is masked whole before it is cut or quoted, and every
+  message this module builds is passed through :meth:`PrometheusClient.redact`.
 - Redirects are not followed (credentials go to the configured address only): a 3xx is an error naming the target.
 - Every failure is a :class:`QueryError` with a ``kind``: Prometheus' own ``errorType`` (``bad_data``,
   ``execution``, ``timeout``, ``canceled``, ``internal``, ``unavailable``, ``not_found``) or the client's
   (``unreachable``, ``tls``, ``client_timeout``, ``auth``, ``redirect``, ``http``, ``malformed``).
-- A success's ``warnings`` (partial data) and ``infos`` (annotations) are returned with its ``data``.
+- A success's ``warnings`` (partial data) and ``infos`` (annotations) are returned with its ``data``. Prometheus
+  before 2.54 sends its info annotations among the warnings; those (``PromQL info: ...``) are read as infos.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ import urllib.parse
 import urllib.request
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import text
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.masking import Mask
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.provider import QUERY_PATH
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import format_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError
 
 MAX_BODY = 64 * 1024 * 1024
 SHOWN_BODY = 200
+MASKED_BODY = 64 * 1024  # how much of a body that is not Prometheus' is read (and masked) to show SHOWN_BODY of it
+INFO_PREFIX = "PromQL info:"  # an info annotation (prometheus/util/annotations), in warnings before Prometheus 2.54
 # kinds Prometheus reports about a query it received: the server is reachable and understood the request
 SERVER_KINDS = ("execution", "timeout", "canceled", "internal", "unavailable")
 _HINTS = {
@@ -50,7 +56,7 @@ _HINTS = {
     "forbidden": "check provider.bearer_token, or provider.username and provider.password, and their rights",
     "redirect": "give the address Prometheus answers on as provider.url",
     "http": "check provider.url: the query API is at <url>%s" % QUERY_PATH,
-    "malformed": "check provider.url points at Prometheus (or an API compatible with it)",
+    "malformed": "provider.url must point at Prometheus (or an API compatible with it)",
 }
 
 
@@ -138,29 +144,39 @@ class Answer:
     infos: tuple = ()
 
 
-def decode(status, reason, payload):
+def decode(status, reason, payload, mask=None):
     """The Answer of an HTTP answer (``status``, ``reason``, body bytes); QueryError for Prometheus' error answers
-    (``status: error`` with ``errorType``) and for anything that is not a Prometheus answer."""
+    (``status: error`` with ``errorType``) and for anything that is not a Prometheus answer. ``mask`` (a
+    masking.Mask) masks the answer's text before any of it is cut or quoted into a message."""
+    mask = mask or Mask(())
     try:
         body = json.loads(payload.decode("utf-8"))
     except ValueError:  # UnicodeDecodeError included
         body = None
     if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
-        raise _not_prometheus(status, reason, payload)
+        raise _not_prometheus(status, reason, payload, mask)
     if body["status"] == "error" or not 200 <= status < 300:
-        raise _api_error(status, reason, body)
+        raise _api_error(status, reason, body, mask)
     data = body.get("data")
     if not isinstance(data, dict) or "resultType" not in data or "result" not in data:
-        raise QueryError("answered success without data.resultType and data.result", "malformed", status=status)
-    return Answer(data, _strings(body.get("warnings")), _strings(body.get("infos")))
+        keys = sorted(str(key) for key in data)[:10] if isinstance(data, dict) else []
+        got = "data with %s" % ", ".join(keys) if keys else "no data"
+        raise QueryError(mask("answered success without data.resultType and data.result (%s): not a Prometheus "
+                              "query answer" % got), "malformed", status=status)
+    warnings = _strings(body.get("warnings"))
+    infos = tuple(warning for warning in warnings if warning.startswith(INFO_PREFIX))
+    warnings = tuple(warning for warning in warnings if not warning.startswith(INFO_PREFIX))
+    return Answer(data, warnings, infos + _strings(body.get("infos")))
 
 
 def _strings(items):
     return tuple(str(item) for item in items) if isinstance(items, list) else ()
 
 
-def _not_prometheus(status, reason, payload):
-    snippet = " ".join(payload[:SHOWN_BODY].decode("utf-8", "replace").split())
+def _not_prometheus(status, reason, payload, mask):
+    snippet = " ".join(mask(payload[:MASKED_BODY].decode("utf-8", "replace")).split())
+    if len(snippet) > SHOWN_BODY:
+        snippet = snippet[:SHOWN_BODY] + "..."
     what = "HTTP %d %s" % (status, reason or "")
     if status in (401, 403):
         return QueryError("refused the credentials: %s" % what.strip(), "auth", status=status)
@@ -178,8 +194,8 @@ _API_MESSAGES = {
 }
 
 
-def _api_error(status, reason, body):
-    error = " ".join(str(body.get("error") or reason or "no error text").split())
+def _api_error(status, reason, body, mask):
+    error = " ".join(mask(str(body.get("error") or reason or "no error text")).split())
     kind = str(body.get("errorType") or "")
     if not kind:
         kind = "auth" if status in (401, 403) else "http"
@@ -199,7 +215,7 @@ class PrometheusClient:
         self.provider = provider
         self._transport = transport or UrllibTransport(provider)
         self._headers = self._request_headers()
-        self._secrets = self._secret_values()
+        self._mask = Mask(self._secret_values())
 
     def __repr__(self):
         return "PrometheusClient(%r)" % self.provider.url
@@ -216,20 +232,23 @@ class PrometheusClient:
         return headers
 
     def _secret_values(self):
-        values = [self.provider.bearer_token, self.provider.password, self._headers.get("Authorization", "")]
-        values.extend(value for _name, value in self.provider.headers)
-        return sorted({value for value in values if len(value) >= 4}, key=len, reverse=True)
+        values = [self.provider.bearer_token, self.provider.password]
+        values.extend(self.provider.secret_header_values)
+        authorization = self._headers.get("Authorization", "")
+        if authorization:
+            values.append(authorization)
+            values.append(authorization.partition(" ")[2])  # the token, or the base64 of user:password
+        return values
 
     @property
     def secrets(self):
-        """The credential values this client sends (token, password, Authorization and extra header values)."""
-        return set(self._secrets)
+        """Every form of the credential values this client sends (token, password, the Authorization header and
+        the secret headers' values): masking.forms of each."""
+        return set(self._mask.forms)
 
     def redact(self, message):
-        """``message`` with every credential value (token, password, auth and extra header values) masked."""
-        for secret in self._secrets:
-            message = message.replace(secret, "********")
-        return message
+        """``message`` with every form of every credential value masked, and any piece of one (masking.Mask)."""
+        return self._mask(message)
 
     def query(self, promql, at):
         """The decoded answer of ``promql`` evaluated at ``at`` (seconds since the epoch): an Answer; QueryError
@@ -238,7 +257,7 @@ class PrometheusClient:
         try:
             status, reason, payload = self._transport(self.provider.endpoint, body, self._headers,
                                                       self.provider.timeout)
-            return decode(status, reason, payload)
+            return decode(status, reason, payload, self._mask)
         except QueryError as exc:
             message = self.redact("Prometheus at %s: %s" % (self.provider.url, exc.message))
             raise QueryError(message, exc.kind, status=exc.status, hint=exc.hint) from None

@@ -3,8 +3,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where Prometheus is and how to talk to it: the module's ``provider`` option as a :class:`Provider`, checked before
 any query (a URL with credentials in it, two ways of authenticating, a header that would split the request, a CA
-file that is not there). Secrets given as ``file:``/``env:`` are resolved here (credentials.py); messages name the
-field, never a secret value, and the dataclass' repr leaves the secrets out."""
+file that is not there, a credential too short to be masked). Secrets given as ``file:``/``env:`` are resolved here
+(credentials.py); messages name the field, never a secret value, and the dataclass' repr leaves the secrets and the
+header values out.
+
+The secret headers are ``Authorization`` and ``Proxy-Authorization`` and those ``secret_headers`` names; the values
+of the others (a tenant header) are plain values, shown where they appear."""
 
 from __future__ import annotations
 
@@ -14,9 +18,11 @@ import urllib.parse
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.credentials import resolve_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.masking import MIN_LENGTH
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 QUERY_PATH = "/api/v1/query"
+CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +34,7 @@ class Provider:
     username: str = ""
     password: str = dataclasses.field(default="", repr=False)
     headers: tuple = dataclasses.field(default=(), repr=False)  # ((name, value), ...)
+    secret_headers: tuple = ()  # lower-case names of the headers whose values are credentials
     ca_file: str = ""
     insecure_skip_tls_verify: bool = False
     timeout: float = 30.0
@@ -35,6 +42,11 @@ class Provider:
     @property
     def endpoint(self):
         return self.url.rstrip("/") + QUERY_PATH
+
+    @property
+    def secret_header_values(self):
+        """The values of the secret headers (Authorization, Proxy-Authorization and ``secret_headers``)."""
+        return tuple(value for name, value in self.headers if name.lower() in self.secret_headers)
 
 
 def provider_from_params(params):
@@ -50,7 +62,10 @@ def provider_from_params(params):
     if bool(username) != bool(password):
         raise InputError("username and password go together", subject="provider",
                          hint="give both for basic auth, or neither")
+    _check_length(token, "provider.bearer_token")
+    _check_length(password, "provider.password")
     headers = _check_headers(params.get("headers"), authenticated=bool(token or username))
+    secret_headers = _check_secret_headers(params.get("secret_headers"), headers)
     ca_file = os.path.expanduser(params.get("ca_file") or "")
     if ca_file and not os.path.isfile(ca_file):
         raise InputError("%s is not a file" % ca_file, subject="provider.ca_file",
@@ -59,8 +74,8 @@ def provider_from_params(params):
     if timeout <= 0:
         raise InputError("must be longer than zero", subject="provider.timeout", hint='write e.g. "30s"')
     return Provider(url=url, bearer_token=token, username=username, password=password, headers=headers,
-                    ca_file=ca_file, insecure_skip_tls_verify=bool(params.get("insecure_skip_tls_verify")),
-                    timeout=timeout)
+                    secret_headers=secret_headers, ca_file=ca_file,
+                    insecure_skip_tls_verify=bool(params.get("insecure_skip_tls_verify")), timeout=timeout)
 
 
 def _check_url(url):
@@ -92,3 +107,25 @@ def _check_headers(headers, authenticated):
                              subject="provider.headers", hint="give one way of authenticating")
         out.append((name, value))
     return tuple(out)
+
+
+def _check_length(value, subject):
+    if value and len(value) < MIN_LENGTH:
+        raise InputError("is shorter than %d characters, too short to be masked in the output" % MIN_LENGTH,
+                         subject=subject, hint="give the real credential (a value this short is not one)")
+
+
+def _check_secret_headers(names, headers):
+    """The lower-case names of the secret headers; each of ``names`` must name one of ``headers``."""
+    given = {name.lower() for name, _value in headers}
+    out = set(CREDENTIAL_HEADERS)
+    for name in names or []:
+        name = str(name)
+        if name.lower() not in given:
+            raise InputError("names %r, which is not one of provider.headers" % name, subject="provider.secret_headers",
+                             hint="list the names of provider.headers whose values are credentials")
+        out.add(name.lower())
+    for name, value in headers:
+        if name.lower() in out:
+            _check_length(value, "provider.headers.%s" % name)
+    return tuple(sorted(out))

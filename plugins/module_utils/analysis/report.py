@@ -135,6 +135,24 @@ def analysis_dict(analysis):
             "checks": [check_dict(run) for run in analysis.runs]}
 
 
+def story(out):
+    """(reason, note) of the Event that tells the verdict of ``out`` (:func:`analysis_dict`, as masked for the
+    result): AnalysisSuccessful, AnalysisFailed, AnalysisInconclusive or AnalysisError; the note says the verdict and
+    why, then per check (the one that decided first) its verdict, value, condition and rendered query."""
+    deciding = out["reason"].split(" ", 2)[1] if out["reason"].startswith("check ") else None
+    checks = sorted(out.get("checks") or [], key=lambda check: check.get("name") != deciding)
+    context = out.get("context") or {}
+    slot = " of candidate slot %s" % context["candidate_slot"] if context.get("candidate_slot") else ""
+    head = "analysis%s %s after %s measurements" % (slot, out["verdict"], out.get("measurements", 0))
+    parts = ["%s: %s" % (head, out["reason"])]
+    for check in checks:
+        value = check.get("value")
+        parts.append("check %s %s: value %s, condition %s, query %s" % (
+            check["name"], check["verdict"], "none" if value is None else value, check["condition"],
+            check.get("rendered_query") or check["query"]))
+    return "Analysis" + out["verdict"], " | ".join(parts)
+
+
 def preflight_dict(result):
     return {"changed": False, "mode": "preflight", "reason": preflight_reason(result),
             "evaluation_time": text.timestamp(result.at), "window": "%ds" % result.window,

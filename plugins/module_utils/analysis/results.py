@@ -7,6 +7,8 @@
   value at the evaluation time); an empty vector or matrix: no series.
 - A ``string`` result or a native histogram sample is a ResultError: there is no number to compare.
 - Values are Prometheus' strings, ``NaN``, ``+Inf`` and ``-Inf`` included (:func:`parse_value`).
+- An answer Prometheus never gives (an unknown result type, a result that is not a list of series, a malformed
+  sample or value) is a ResultError marked ``foreign``: the preflight refuses it (run.py).
 """
 
 from __future__ import annotations
@@ -18,15 +20,24 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 
 
+NOT_PROMETHEUS_HINT = "provider.url must point at Prometheus (or an API compatible with it)"
+
+
 class ResultError(ManentError):
     """An answer without a number to compare (a string, a native histogram, a malformed sample). ``permanent``: the
-    query can never give one (it returns a string)."""
+    query can never give one (it returns a string). ``foreign``: the answer is not one Prometheus gives (an unknown
+    result type, a malformed result): the endpoint is not Prometheus."""
 
     kind = "result"
 
-    def __init__(self, message, hint=None, permanent=False):
+    def __init__(self, message, hint=None, permanent=False, foreign=False):
         self.permanent = permanent
+        self.foreign = foreign
         super().__init__(message, hint=hint)
+
+
+def _foreign(message):
+    return ResultError("not a Prometheus query answer: %s" % message, hint=NOT_PROMETHEUS_HINT, foreign=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,13 +73,13 @@ def parse(answer):
         raise ResultError("the query returns a string, not a number", hint="the query must return numbers",
                           permanent=True)
     else:
-        raise ResultError("unknown result type %r" % (result_type,), hint="check provider.url points at Prometheus")
+        raise _foreign("unknown result type %r" % (result_type,))
     return Result(result_type, tuple(series), answer.warnings, answer.infos)
 
 
 def _items(result):
     if not isinstance(result, list) or not all(isinstance(item, dict) for item in result):
-        raise ResultError("malformed result: not a list of series", hint="check provider.url points at Prometheus")
+        raise _foreign("malformed result: not a list of series")
     return result
 
 
@@ -92,15 +103,15 @@ def _last(item):
 
 def _sample(labels, pair):
     if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-        raise ResultError("malformed sample %r" % (pair,), hint="check provider.url points at Prometheus")
+        raise _foreign("malformed sample %r" % (pair,))
     return Series(dict(labels), str(pair[1]), parse_value(pair[1]))
 
 
 def parse_value(raw):
     """A sample value: Prometheus writes numbers as strings, "NaN", "+Inf" and "-Inf" included."""
     if isinstance(raw, bool):
-        raise ResultError("malformed value %r" % (raw,))
+        raise _foreign("malformed value %r" % (raw,))
     try:
         return float(raw)
     except (TypeError, ValueError):
-        raise ResultError("malformed value %r" % (raw,), hint="check provider.url points at Prometheus") from None
+        raise _foreign("malformed value %r" % (raw,)) from None

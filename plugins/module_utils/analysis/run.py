@@ -187,10 +187,10 @@ class Preflight:
 
 def preflight(checks, context, client, settings, clock=time.time):
     """Every query of every check sent once, now, deciding nothing: a Preflight whose ``refused`` lists the
-    queries Prometheus refuses (bad_data, a string result) or could not answer (unreachable, TLS, credentials, not a
-    Prometheus answer). After a failure every later query would share (Prometheus unreachable), the rest are not
-    sent. Server-side failures (execution, timeout, unavailable) and warnings are reported, not refused: they may
-    not last."""
+    queries Prometheus refuses (bad_data, a string result) or could not answer (unreachable, TLS, credentials, an
+    answer that is not Prometheus': another API or a web page at provider.url). After a failure every later query
+    would share (Prometheus unreachable, not Prometheus), the rest are not sent. Server-side failures (execution,
+    timeout, unavailable) and warnings are reported, not refused: they may not last. Infos are reported too."""
     at = round(clock(), 3)
     out, blocked = [], None
     for check in checks:
@@ -217,7 +217,7 @@ def _preflight_entry(name, side):
     if side.error is not None:
         exc = side.error
         server_side = isinstance(exc, QueryError) and exc.kind in SERVER_KINDS
-        harmless = server_side or (isinstance(exc, ResultError) and not exc.permanent)
+        harmless = server_side or (isinstance(exc, ResultError) and not exc.permanent and not exc.foreign)
         outcome = WARNED if harmless else REFUSED
         return _Entry(PreflightQuery(name, side.role, side.query, outcome, str(exc)), exc)
     result = side.result
@@ -225,10 +225,14 @@ def _preflight_entry(name, side):
     message = "%d series" % count if count else "no data yet (%s)" % ("only NaN" if result.series else "empty")
     if result.warnings:
         message += "; Prometheus warned: %s" % "; ".join(result.warnings)
+    if result.infos:
+        message += "; Prometheus noted: %s" % "; ".join(result.infos)
     outcome = WARNED if result.warnings else ACCEPTED
     return _Entry(PreflightQuery(name, side.role, side.query, outcome, message, count, result.result_type))
 
 
 def _shared_failure(exc):
     """Whether every later query would fail the same way (the failure is about Prometheus, not the query)."""
+    if isinstance(exc, ResultError):
+        return exc.foreign
     return isinstance(exc, QueryError) and exc.kind not in SERVER_KINDS and exc.kind != "bad_data"

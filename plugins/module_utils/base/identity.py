@@ -14,7 +14,9 @@ release?", used before any write (objects of another release are refused unless 
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from dataclasses import dataclass
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -107,3 +109,8 @@ class Release:
 
     def annotations(self):
         return {ANNOTATION_VERSION: self.version, ANNOTATION_DEPLOYMENT: self.deployment}
+
+
+def default_holder():
+    """Who holds a release lock: ``user@host:pid`` of the process that runs the operation."""
+    return "%s@%s:%d" % (os.environ.get("USER", "manent"), socket.gethostname(), os.getpid())

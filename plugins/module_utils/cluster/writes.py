@@ -5,7 +5,7 @@
 manager and, in a dry run, ``dryRun=All`` (the server checks everything and stores nothing). The verbs manent
 uses are named on top of it: :func:`apply` (server-side apply), :func:`merge_patch` (a few fields, conditioned on
 the resourceVersion read when the body carries one), :func:`create`, :func:`replace` (PUT, conditioned on the
-body's resourceVersion) and :func:`delete` (propagation, a uid precondition).
+body's resourceVersion) and :func:`delete` (propagation, uid and resourceVersion preconditions).
 
 Callers keep what is theirs: the path of the object (cluster/live.py ``LiveReader.path`` or their own), how a 409
 or 404 is read, and their retries (base/conflicts.py)."""
@@ -50,16 +50,18 @@ def replace(kube, path, body, subject, dry_run=False, **kw):
     return write(kube, "PUT", path, body, subject, dry_run=dry_run, **kw)
 
 
-def delete(kube, path, subject, propagation=None, uid=None, dry_run=False, **kw):
+def delete(kube, path, subject, propagation=None, uid=None, dry_run=False, resource_version=None, **kw):
     """DELETE the object at ``path`` (``propagation``: Foreground, Background or Orphan; ``uid``: only the
-    object of that uid, 409 when another of the same name replaced it). NotFoundError when it is absent."""
+    object of that uid, 409 when another of the same name replaced it; ``resource_version``: only while it is
+    at that version, 409 once anything wrote it since). NotFoundError when it is absent."""
     body = {"kind": "DeleteOptions", "apiVersion": "v1"}
     query = {}
     if propagation:
         body["propagationPolicy"] = propagation
         query["propagationPolicy"] = propagation
-    if uid:
-        body["preconditions"] = {"uid": uid}
+    preconditions = {name: value for name, value in (("uid", uid), ("resourceVersion", resource_version)) if value}
+    if preconditions:
+        body["preconditions"] = preconditions
     if dry_run:
         body["dryRun"] = ["All"]
     return write(kube, "DELETE", path, body, subject, dry_run=dry_run, query=query, **kw)

@@ -88,6 +88,9 @@ class Applier:
             dry_run=self.options.dry_run, timeout=self.options.delete_timeout))
         # what is known of the live copies before writing: unchanged objects, absent ones (known.py)
         self.known = Known(self.reader)
+        # {key: the server's answer to this deploy's last apply} of the objects that a succeeded or failed delete
+        # policy deletes once their stage is done: the copy delete.Deleter.delete_applied compares the live one with
+        self.applied = {}
 
     # ------------------------------------------------------------------ one object
 
@@ -158,6 +161,8 @@ class Applier:
         return self._change(obj, live, resp, takeovers, RECREATED, started)
 
     def _change(self, obj, before, resp, takeovers, action, started):
+        if not self.options.dry_run and lifecycle.AFTER_STAGE & lifecycle.delete_policies(obj):
+            self.applied[key_of(obj)] = resp.data
         change = Change(ref(obj), action, warnings=list(resp.warnings), takeovers=takeovers)
         if takeovers:
             change.reason = "took over %s" % ", ".join("%(field)s from %(manager)s" % t for t in takeovers)

@@ -8,6 +8,12 @@ body is sent): the object's propagation (``werf.io/delete-propagation``, default
 check mode, and with ``uid`` a precondition so that only the object that was read is deleted. With
 ``wait`` it polls (wait.poll) until the object is gone or replaced by a new one.
 
+A delete policy that acts after a stage (``succeeded``, ``failed``) deletes an object as this deploy left it
+(:meth:`Deleter.delete_applied`): the uid and resourceVersion of the apply's answer are the preconditions, so an
+object that someone else replaced or changed since is left, saying why. Changed means more than what the server
+and Kubernetes' own components write on their own: status, metadata bookkeeping, and annotations under a
+``*kubernetes.io/`` prefix that the object does not set (``deployment.kubernetes.io/revision``).
+
 An object stored under an apiVersion the cluster no longer serves is deleted through a served version of
 the same kind: of its own group, or of the group the kind moved to (:func:`apiversions.moved_groups`).
 """
@@ -18,8 +24,11 @@ from dataclasses import dataclass
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import writes
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import apiversions, lifecycle
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, NotFoundError
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref, split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApplyError, ConflictError, NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import annotations as annotations_of
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import metadata, ref, split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.diff import normalize
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.unchanged import holds
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import poll
 
 DELETE_POLL = 0.25
@@ -55,6 +64,35 @@ class Deleter:
             self._wait_gone(obj, uid)
         return True
 
+    def delete_applied(self, obj, applied=None, wait=True):
+        """Delete ``obj`` as this deploy left it. ``applied``: the server's answer to this deploy's apply of it;
+        None when the deploy found it unchanged and wrote nothing (then its live copy must still hold ``obj``).
+        Returns (True, "") once deleted, (False, "") when it is gone or being deleted already, (False, why) when it
+        is left: another object of its name replaced it, or someone else changed it since (only the server's own
+        fields, such as status, may differ from the apply's answer)."""
+        live = self.reader.get(obj)
+        meta = metadata(live or {})
+        if live is None or meta.get("deletionTimestamp"):
+            return False, ""
+        if applied is None:
+            if not holds(obj, live):
+                return False, "it no longer holds what this deploy found unchanged"
+        elif meta.get("uid") != metadata(applied).get("uid"):
+            return False, "another object of its name replaced the one this deploy applied"
+        elif meta.get("resourceVersion") != metadata(applied).get("resourceVersion") and _changed(obj, applied, live):
+            return False, "changed since this deploy applied it%s" % _writers(applied, live)
+        try:
+            writes.delete(self.kube, self.reader.path(obj), ref(obj), propagation=lifecycle.delete_propagation(obj),
+                          uid=meta.get("uid"), resource_version=meta.get("resourceVersion"),
+                          dry_run=self.options.dry_run)
+        except NotFoundError:
+            return False, ""
+        except ConflictError:
+            return False, "changed while it was being deleted"
+        if wait and not self.options.dry_run:
+            self._wait_gone(obj, meta.get("uid"))
+        return True, ""
+
     def _wait_gone(self, obj, uid):
         def gone():
             live = self.reader.get(obj)
@@ -80,3 +118,29 @@ class Deleter:
         out = dict(obj)
         out["apiVersion"] = chosen
         return out
+
+
+def _writers(applied, live):
+    """" (by m1, m2)": the field managers whose entries in ``live`` differ from those of ``applied``."""
+    before = metadata(applied).get("managedFields") or []
+    names = sorted({entry.get("manager") or "?" for entry in metadata(live).get("managedFields") or []
+                    if entry not in before})
+    return " (by %s)" % ", ".join(names) if names else ""
+
+
+def _changed(obj, applied, live):
+    """True when someone else changed ``live`` since the apply answered ``applied`` (see the module docstring)."""
+    return _comparable(obj, applied) != _comparable(obj, live)
+
+
+def _comparable(obj, copy):
+    out = normalize(copy)
+    meta = out.get("metadata") or {}
+    own = annotations_of(obj)
+    kept = {key: value for key, value in (meta.get("annotations") or {}).items()
+            if key in own or not key.split("/", 1)[0].endswith("kubernetes.io") or "/" not in key}
+    if kept:
+        meta["annotations"] = kept
+    else:
+        meta.pop("annotations", None)
+    return out

@@ -30,10 +30,9 @@ failed), so modules report what was done before the failure.
 
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import dataclass, field
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import default_holder
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import crds, prune, rollback
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import Applier, ApplyOptions
@@ -64,10 +63,6 @@ class DeployOptions:
     create_namespace: bool = False
     adopt: bool = False
     on_progress: object = None
-
-
-def default_holder():
-    return "%s@%s:%d" % (os.environ.get("USER", "manent"), socket.gethostname(), os.getpid())
 
 
 class Deployer:
@@ -109,6 +104,7 @@ class Deployer:
         finally:
             self.applier.known.forget_snapshot()
             self.applier.known.forget_absent()
+            self.applier.applied.clear()
 
     def apply_group(self, objects, changes):
         """One weight group of a stage, tier by tier (Namespaces were applied first); CRDs until Established."""

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check mode of a deploy (docs/requirements.md §10): every object applied with dryRun=All, tier by tier, and
 nothing stored, history included; objects in Namespaces or of kinds that the release itself would create cannot
-be verified and are counted as skipped (:class:`DryRun`)."""
+be verified and are counted as skipped (:class:`DryRun`). What the ``succeeded`` delete policies would delete once
+each stage succeeded is listed, and nothing is deleted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ApiError, ManentError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import namespace_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import stages
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import SKIPPED, Change, change_warnings
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.plan import crd_kinds
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import TIER_NAMESPACES, tier_of
@@ -33,6 +35,7 @@ class DryRun:
             for stage in plan.stages:
                 for _weight, objs in stage.groups:
                     self.apply_group([o for o in objs if id(o) in verifiable], result.changes)
+                stages.would_delete(stage, result.changes)
             for obj, why in skipped:
                 result.changes.append(Change(ref(obj), SKIPPED, reason="not verifiable in check mode: %s" % why))
             result.objects_skipped = len(skipped)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import (
-    CHANGING, CONFIGURED, CREATED, RECREATED, UNCHANGED, counts)
+    CHANGING, CONFIGURED, CREATED, DELETED, RECREATED, UNCHANGED, counts)
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
 
 APPLIED = (CREATED, CONFIGURED, UNCHANGED, RECREATED)
@@ -53,6 +53,28 @@ class DeployResult:
         release namespace that create_namespace created (the same count on the first deploy and on the next)."""
         created = "Namespace/%s" % self.namespace_created if self.namespace_created else None
         return len({c.subject for c in self.changes if c.action in APPLIED and c.subject != created})
+
+    def story(self, error=None):
+        """(reason, note) of the Event that tells what this deploy or rollback did (cluster/events.py), or (None,
+        None) when it changed nothing; ``error``: the error it failed with."""
+        rollback = self.phase == lifecycle.ROLLBACK
+        if error is not None:
+            what = "rollback to version %s" % self.release if rollback else "version %s" % self.release
+            stays = "; %s stays in service" % self.previous if self.previous and not rollback else ""
+            return ("RollbackFailed" if rollback else "DeployFailed"), "%s failed%s: %s" % (what, stays, error)
+        if not self.changed:
+            return None, None
+        done = counts(self.changes)
+        objects = ", ".join("%d %s" % (done[action], action) for action in APPLIED + (DELETED,) if done.get(action))
+        tail = "%d objects (%s)%s" % (self.objects, objects or "none written",
+                                      ", %d pruned" % len(self.pruned) if self.pruned else "")
+        if rollback:
+            return "RolledBack", "rolled back from version %s to %s: %s" % (self.previous or "-", self.release, tail)
+        if self.slot:
+            return "Deployed", ("version %s deployed to slot %s as the candidate, no traffic yet (in service: %s): %s"
+                                % (self.release, self.slot, self.previous or "none", tail))
+        replacing = ", replacing %s" % self.previous if self.previous and self.previous != self.release else ""
+        return "Deployed", "version %s deployed%s: %s" % (self.release, replacing, tail)
 
     def to_dict(self):
         return {

@@ -18,11 +18,19 @@ Inside a stage objects are applied in groups of equal weight (``werf.io/weight``
 ``helm.sh/hook-weight``; default 0), lowest first; each group is applied tier by tier, and waited for before
 the next group starts. An object listed for two stages (``pre-upgrade,post-upgrade``) is applied in both.
 
-Delete policies acting after a wait: ``succeeded`` deletes a Job or Pod that completed, ``failed`` one
-that failed, after its failure (with its pods' reasons) was put in the error; both through delete.py with
-the object's own delete propagation, each recorded in the change set. The wait observes (wait.py): a Job that a
-controller deletes right after it finished (``ttlSecondsAfterFinished``) counts with the outcome seen, and its
-delete policy has nothing left to delete; one gone before its outcome was seen fails the stage, saying so.
+Delete policies acting once a stage is done (Helm deletes its hooks by policy at the end of each event, after all
+its hooks ran, in reverse order; Nelm's ``werf.io/delete-policy`` likewise applies to any resource):
+``succeeded`` deletes every object of the stage, of any kind, whose outcome was success, ``failed`` one whose
+outcome was failure (a Job or Pod that failed, after its failure with its pods' reasons was put in the error; a
+workload found Failed); CustomResourceDefinitions never (lifecycle.py). When a wait fails, the objects applied
+until then are judged as well: those that succeeded are deleted by ``succeeded``, as Helm deletes the hooks that
+ran before the one that failed. Every delete goes through delete.py with the object's own delete propagation and
+is recorded in the change set; an object that a later stage applies again (``pre-install,post-install``) is created
+again there, as Helm re-creates it per event. Jobs and Pods are deleted with the uid of the live copy judged (not
+waited for until gone); other kinds as this deploy left them, and waited for until gone. The wait observes
+(wait.py): a Job that a controller deletes right after it finished (``ttlSecondsAfterFinished``) counts with the
+outcome seen, and its delete policy has nothing left to delete; one gone before its outcome was seen fails the
+stage, saying so.
 """
 
 from __future__ import annotations
@@ -30,10 +38,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import DELETED, Change
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError, WaitError
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.rules.status import condition, pod_problems
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import DELETED, SKIPPED, Change
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ConflictError, ManentError, WaitError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import key_of, ref
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.status import CURRENT, compute, condition, pod_problems
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.status import FAILED as FAILED_STATUS
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import needs_wait, runs_to_end
 
 PRE, MAIN, POST = lifecycle.PRE, lifecycle.MAIN, lifecycle.POST
@@ -107,20 +116,66 @@ def failed(live):
     return any((condition(live, kind) or {}).get("status") == "True" for kind in ("Failed", "FailureTarget"))
 
 
-def apply_policies(deleter, objects, policy, done, changes):
-    """Delete each Job/Pod of ``objects`` that has delete ``policy`` and whose live object ``done(live)``
-    says so (through delete.py, its own propagation); a Change per deleted object. Returns their refs."""
+def apply_policies(deleter, ran, changes, applied=None, failing=()):
+    """The delete policies that act once a stage is done, as Helm applies those of its hooks at the end of an event:
+    each object of ``ran`` ([(object, waited)] in apply order) whose outcome was success and that has ``succeeded``,
+    or whose outcome was failure and that has ``failed``, is deleted, in reverse apply order (:func:`outcome`;
+    ``failing``: the objects of the group whose wait failed). A Job or Pod is deleted with the uid of the live
+    copy that was judged; any other object as this deploy left it (delete.Deleter.delete_applied, ``applied``: the
+    apply answers, Applier.applied): one replaced or changed by someone else since is left, and said so. A Change
+    per object deleted or left; returns the refs deleted."""
+    failing = {id(obj) for obj in failing}
     deleted = []
-    for obj in objects:
-        if not runs_to_end(obj) or policy not in lifecycle.delete_policies(obj):
+    for obj, waited in reversed(ran):
+        policies = lifecycle.delete_policies(obj) & lifecycle.AFTER_STAGE
+        if not policies:
             continue
-        live = deleter.reader.get(obj)
-        if not done(live):
+        result, live = outcome(deleter.reader, obj, waited, id(obj) in failing)
+        policy = lifecycle.SUCCEEDED if result is True else lifecycle.FAILED if result is False else None
+        if policy not in policies:
             continue
-        if deleter.delete(obj, wait=False, uid=(live.get("metadata") or {}).get("uid")):
+        if runs_to_end(obj):
+            try:
+                gone, why = deleter.delete(obj, wait=False, uid=(live.get("metadata") or {}).get("uid")), ""
+            except ConflictError:
+                gone, why = False, "another object of its name replaced the one judged"
+        else:
+            gone, why = deleter.delete_applied(obj, (applied or {}).get(key_of(obj)))
+        if gone:
             deleted.append(ref(obj))
             changes.append(Change(ref(obj), DELETED, reason="delete-policy %s" % policy))
+        elif why:
+            changes.append(Change(ref(obj), SKIPPED, reason="delete-policy %s: not deleted: %s" % (policy, why)))
     return deleted
+
+
+def outcome(reader, obj, waited, in_failed_group=False):
+    """(True: it succeeded, False: it failed, None: unknown; the live copy read, or None) of an object its stage
+    applied. A Job or Pod waited for is judged by its live copy (a Pod that is only Ready is neither). Another kind
+    waited for succeeded with its group's wait; in the group whose wait failed it is judged by its live status
+    (Current or Failed). A kind that needs no wait succeeded once applied (as Helm's hook watch, which returns at
+    once for it); one not waited for that needs a wait (the main stage of a deploy without wait) is unknown."""
+    if runs_to_end(obj):
+        if not waited:
+            return None, None
+        live = reader.get(obj)
+        return (True if succeeded(live) else False if failed(live) else None), live
+    if not waited:
+        return (None if needs_wait(obj) else True), None
+    if not in_failed_group:
+        return True, None
+    live = reader.get(obj)
+    found = compute(live).status if live else None
+    return (True if found == CURRENT else False if found == FAILED_STATUS else None), live
+
+
+def would_delete(stage, changes):
+    """Check mode: a Change per object of ``stage`` that its ``succeeded`` delete policy deletes once the stage has
+    succeeded (nothing is deleted, and Jobs and Pods are counted as if they succeed)."""
+    for obj in reversed(stage.objects):
+        if lifecycle.SUCCEEDED in lifecycle.delete_policies(obj):
+            changes.append(Change(ref(obj), DELETED, reason="delete-policy succeeded: once the %s stage succeeded "
+                                                            "(check mode: not deleted)" % stage.name))
 
 
 class PodWitness:
@@ -159,26 +214,30 @@ class PodWitness:
         return self._seen.get(ref(obj), pods) if failed(obj) else pods
 
 
-def run(stage, apply_group, wait_group, deleter, changes, wait=True):
+def run(stage, apply_group, wait_group, deleter, changes, wait=True, applied=None):
     """Run ``stage``: per weight group, ``apply_group(objects)`` then, when ``wait`` (always in the pre and post
-    stages), ``wait_group(objects)`` for those :func:`waited_in` it, then the delete policies. Returns the wait
-    entries. A failure names the stage; ``failed`` delete policies act before it is raised."""
-    entries = []
+    stages), ``wait_group(objects)`` for those :func:`waited_in` it. Once every group is done, or a wait failed, the
+    delete policies act on what the stage applied (:func:`apply_policies`; ``applied``: Applier.applied). Returns
+    the wait entries. A failure names the stage; the delete policies act before it is raised."""
+    waits = wait or stage.when != MAIN
+    entries, ran = [], []
     for _weight, objs in stage.groups:
         apply_group(objs)
-        targets = [o for o in objs if waited_in(o, stage.when)]
-        if not targets or not (wait or stage.when != MAIN):
+        targets = [o for o in objs if waits and waited_in(o, stage.when)]
+        waited = {id(o) for o in targets}
+        ran.extend((o, id(o) in waited) for o in objs)
+        if not targets:
             continue
         try:
             entries.extend(wait_group(targets))
         except WaitError as exc:
             _stopped(stage, exc)
             try:
-                apply_policies(deleter, targets, lifecycle.FAILED, failed, changes)
+                apply_policies(deleter, ran, changes, applied, failing=targets)
             except ManentError as delete_exc:
-                exc.message = "%s; delete-policy failed could not delete: %s" % (exc.message, delete_exc)
+                exc.message = "%s; a delete policy could not delete: %s" % (exc.message, delete_exc)
             raise
-        apply_policies(deleter, targets, lifecycle.SUCCEEDED, succeeded, changes)
+    apply_policies(deleter, ran, changes, applied)
     return entries
 
 

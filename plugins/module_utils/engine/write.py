@@ -94,7 +94,7 @@ class Writer:
                 result.waited.extend(stages.run(
                     stage, lambda objs: timed(timings, "apply", self.apply_group, objs, result.changes),
                     lambda objs, when=stage.when: timed(timings, "wait", self._wait, objs, when),
-                    self.deleter, result.changes, wait=wait))
+                    self.deleter, result.changes, wait=wait, applied=self.applier.applied))
             except ManentError:
                 result.stages[-1]["status"] = "failed"
                 raise

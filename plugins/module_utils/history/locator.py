@@ -77,6 +77,9 @@ class Locator:
         merged = dict(out.get("data") or {})
         merged.update(locator_format.encode_locator(self.client.key, self.client.namespace, data,
                                                     now=self.client.now())["data"])
+        for field in locator_format.OPTIONAL_FIELDS:
+            if not data.get(field):
+                merged.pop(field, None)
         out["data"] = merged
         labels = dict(out["metadata"].get("labels") or {})
         labels.update(naming.history_labels(self.client.key, naming.HISTORY_LOCATOR))

@@ -18,12 +18,16 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.times im
 LOCK_FIELDS = ("lockHolder", "lockSince", "lockExpires")
 
 # Traffic rollouts: the candidate (release applied to the other slot), its weight in percent, when the
-# release in service was promoted, and the replaced release once its slot was retired.
+# release in service was promoted, the replaced release once its slot was retired, and the traffic operation in
+# progress (traffic/pending.py: written before its first write, cleared after its last).
 TRAFFIC_FIELDS = ("candidate", "candidateDeployment", "candidateRecord", "candidateSlot", "weight", "promoted",
-                  "retired")
+                  "retired", "inProgress")
 # The release in service: version, deploy id, the sha256 of its artifact, its record, slot, the release it replaced.
 LOCATOR_FIELDS = ("version", "deployment", "artifactSha256", "record", "slot", "replaced", "replacedRecord",
                   "updated") + TRAFFIC_FIELDS + LOCK_FIELDS
+
+# Written only when set (a locator without them reads as before they existed).
+OPTIONAL_FIELDS = ("artifactSha256", "inProgress")
 
 LOCK_TTL_SECONDS = 900
 LOCK_FREE = "free"
@@ -32,7 +36,8 @@ LOCK_EXPIRED = "expired"
 
 
 def encode_locator(release_key, namespace, current=None, now=None):
-    """The locator ConfigMap of ``release_key`` with ``current`` (locator fields) as its data.
+    """The locator ConfigMap of ``release_key`` with ``current`` (locator fields) as its data (the
+    :data:`OPTIONAL_FIELDS` only when set).
 
     ``updated`` is ``now`` when given, else current["updated"], else the current time.
     """
@@ -47,6 +52,8 @@ def encode_locator(release_key, namespace, current=None, now=None):
         if isinstance(value, datetime.datetime):
             value = format_time(value)
         data[field] = "" if value is None else str(value)
+        if field in OPTIONAL_FIELDS and not data[field]:
+            del data[field]
     if now is not None:
         data["updated"] = format_time(now)
     elif not data["updated"]:

@@ -171,9 +171,10 @@ class Records:
         self.mark(release.version, record_format.STATUS_CANDIDATE, slot=slot)
         current = self.locator.read() or {}
         weight = current.get("weight") if current.get("candidate") == str(release.version) else "0"
+        fields = {} if current.get("candidate") == str(release.version) else {"inProgress": ""}  # not about it
         located = self.locator.update("record the candidate %s" % release.version, candidate=release.version,
                                       candidateDeployment=release.deployment or "", candidateRecord=name,
-                                      candidateSlot=slot, weight=weight or "0")
+                                      candidateSlot=slot, weight=weight or "0", **fields)
         replaced = current.get("candidate") or ""
         if replaced and replaced != str(release.version):
             self.mark(replaced, record_format.STATUS_SUPERSEDED, missing_ok=True)

@@ -34,8 +34,9 @@ spellings are set they must agree. Values are trimmed; lists are comma separated
 | helm.sh/hook-delete-policy   | succeeded, failed; aliases    | default); Jobs:           | immutable: only when apply|
 | (werf.io/manent.io win)      | before-hook-creation,         | before-creation-if-       | fails "field is immutable"|
 |                              | hook-succeeded, hook-failed   | immutable; else none;     | succeeded/failed: delete  |
-|                              |                               | empty value: none         | once the Job/Pod succeeded|
-|                              |                               |                           | or failed, respectively   |
+|                              |                               | empty value: none;        | once the object (any kind)|
+|                              |                               | CRDs: none, whatever is   | succeeded or failed in its|
+|                              |                               | set (as Helm)             | stage (stages.py)         |
 +------------------------------+-------------------------------+---------------------------+---------------------------+
 | werf.io/delete-propagation   | Foreground, Background,       | Foreground                | deletionPropagation of    |
 | manent.io/delete-propagation | Orphan (case-insensitive)     |                           | every delete of the object|
@@ -55,7 +56,7 @@ import re
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import annotations as annotations_of
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import ref, split_api_version
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.objects import is_crd, ref, split_api_version
 
 PREFIXES = ("werf.io/", "manent.io/")
 
@@ -90,6 +91,7 @@ BEFORE_CREATION_IF_IMMUTABLE = "before-creation-if-immutable"
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 DELETE_POLICIES = (BEFORE_CREATION, BEFORE_CREATION_IF_IMMUTABLE, SUCCEEDED, FAILED)
+AFTER_STAGE = frozenset((SUCCEEDED, FAILED))  # the policies that act once the object's stage is done (stages.py)
 _DELETE_POLICY_ALIASES = {
     "before-hook-creation": BEFORE_CREATION,
     "hook-succeeded": SUCCEEDED,
@@ -252,8 +254,14 @@ def delete_policies(obj):
 
     werf.io/manent.io delete-policy wins over helm.sh/hook-delete-policy; an empty value means none.
     Defaults: before-creation for Helm hooks (Helm's own default), before-creation-if-immutable for
-    Jobs, none otherwise.
+    Jobs, none otherwise. A CustomResourceDefinition has none, whatever it says (values are still checked):
+    deleting it deletes every object of its kinds, so Helm never deletes one by a hook delete policy either.
     """
+    policies = _delete_policies(obj)
+    return frozenset() if is_crd(obj) else policies
+
+
+def _delete_policies(obj):
     key, value = _annotation(obj, DELETE_POLICY)
     if key is None:
         raw = annotations_of(obj).get(HOOK_DELETE_POLICY_ANNOTATION)
@@ -318,6 +326,11 @@ def lint(obj):
             warnings.append(str(err))
     if warnings:
         return warnings
+    explicit = _annotation(obj, DELETE_POLICY)[0] or HOOK_DELETE_POLICY_ANNOTATION in annotations_of(obj)
+    if is_crd(obj) and explicit and _delete_policies(obj):
+        warnings.append("%s: a CustomResourceDefinition is never deleted by a delete policy (deleting it would "
+                        "delete every object of its kinds; Helm does not either): its delete policy is ignored"
+                        % subject)
     phases = deploy_on(obj)
     if not phases:
         warnings.append("%s: deploy-on names no install, upgrade or rollback phase: manent never applies it"

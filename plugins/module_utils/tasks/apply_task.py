@@ -62,7 +62,7 @@ def deploy(params, check_mode, diff, on_progress=None):
     bundle = read(params["bundle"])
     kube, discovery = mc.open_cluster(params)
     try:
-        return Deployer(kube, discovery, options).deploy(bundle)
+        return mc.told(kube, check_mode, lambda: Deployer(kube, discovery, options).deploy(bundle))
     finally:
         kube.close()
 

@@ -12,6 +12,7 @@ import traceback
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import (
     HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, ConnectionOptions, Kube)
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder, record_ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
@@ -103,6 +104,25 @@ def open_cluster(params):
     """(Kube, Discovery) for the target; discovery cached in the run's work dir."""
     kube = Kube(connection(params))
     return kube, Discovery(kube, cache_dir=os.path.join(work_dir(params), "discovery"))
+
+
+def told(kube, dry_run, deploy):
+    """``deploy()`` (a deploy or rollback: its DeployResult), told as an Event regarding the release's history record
+    (cluster/events.py: best-effort, none in a dry run or when nothing changed): Deployed or RolledBack, or, when it
+    fails with its partial result, DeployFailed or RollbackFailed."""
+    recorder = Recorder(kube, dry_run=dry_run)
+    try:
+        result = deploy()
+    except ManentError as exc:
+        partial = exc.partial
+        if partial is not None and hasattr(partial, "story") and partial.record:
+            reason, note = partial.story(error=exc)
+            recorder.record(record_ref(partial.namespace, partial.record), reason, note, partial.warnings)
+        raise
+    reason, note = result.story()
+    if reason:
+        recorder.record(record_ref(result.namespace, result.record), reason, note, result.warnings)
+    return result
 
 
 def release_key(params):

@@ -64,9 +64,9 @@ def rollback(params, check_mode, diff, on_progress=None):
     kube, discovery = mc.open_cluster(params)
     try:
         deployer = Deployer(kube, discovery, options)
-        result = engine_rollback.rollback(deployer, params["namespace"], key, to_version=params.get("rollback_to"),
-                                          converter=converter(params, discovery),
-                                          restore_cluster_scoped=bool(params.get("restore_cluster_scoped")))
+        result = mc.told(kube, check_mode, lambda: engine_rollback.rollback(
+            deployer, params["namespace"], key, to_version=params.get("rollback_to"),
+            converter=converter(params, discovery), restore_cluster_scoped=bool(params.get("restore_cluster_scoped"))))
         out = apply_task.result_dict(result, diff)
         out.update(listing(deployer.store(params["namespace"], key)))
         return out

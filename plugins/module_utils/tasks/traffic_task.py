@@ -12,6 +12,7 @@ waiting for.
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import OPERATIONS, Traffic
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import TrafficOptions
@@ -57,13 +58,24 @@ def traffic_options(params, check_mode, on_progress=None):
         dry_run=check_mode, break_lock=params["break_lock"], on_progress=on_progress)
 
 
+def with_records(out, key):
+    """``out`` with the name of the history record of the release in service and of the candidate (``record`` next
+    to their ``version``): what the role's analysis names as the object its Event is about (docs/events.md)."""
+    for side in ("in_service", "candidate"):
+        part = (out.get("history") or {}).get(side)
+        if isinstance(part, dict):
+            part["record"] = record_name(key, part["version"]) if part.get("version") else ""
+    return out
+
+
 def run(params, check_mode=False, diff=False, on_progress=None):  # pylint: disable=unused-argument
     """Run the operation of ``params`` on its cluster; the result dict (``warnings``: the operation's warnings).
     Raises ManentError. Diff mode shows nothing more: the result lists the weights and resized workloads."""
     options = traffic_options(params, check_mode, on_progress)
     kube, discovery = mc.open_cluster(params)
     try:
-        traffic = Traffic(kube, discovery, params["namespace"], mc.release_key(params), options)
-        return traffic.run(params["operation"], params.get("percent")).to_dict()
+        key = mc.release_key(params)
+        traffic = Traffic(kube, discovery, params["namespace"], key, options)
+        return with_records(traffic.run(params["operation"], params.get("percent")).to_dict(), key)
     finally:
         kube.close()

@@ -11,13 +11,19 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import record_format
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import check_percent
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import story
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import check_percent, describe_share
 
 
 def settle(options):
     """The settle delay: connections drain from workloads the traffic left before they are scaled down."""
     if not options.dry_run and options.settle_delay > 0:
         options.sleep(options.settle_delay)
+
+
+def target_weights(slot, percent):
+    """{slot: percent, other slot: 100 - percent}."""
+    return {slot: percent, slots.other_slot(slot): 100 - percent}
 
 
 def step(traffic, result, percent):
@@ -29,6 +35,9 @@ def step(traffic, result, percent):
     objects = traffic.state.slot_objects(version, slot)
     traffic.router.check(slot, percent)
     proportional = traffic.options.proportional
+    traffic.state.begin("step", result, version=version, slot=slot, percent=percent,
+                        weights=target_weights(slot, percent),
+                        replicas=traffic.scaler.targets(objects, percent) if proportional else {})
     if proportional:
         traffic.scaler.wait_ready(traffic.scaler.resize(objects, percent, result, grow=True))
     traffic.router.set(slot, percent, result)
@@ -38,6 +47,7 @@ def step(traffic, result, percent):
     if proportional and traffic.scaler.proportional(objects, percent, grow=False):
         settle(traffic.options)
         traffic.scaler.resize(objects, percent, result, grow=False)
+    story.step(traffic, result, data, version, slot, percent)
 
 
 def promote(traffic, result, _percent=None):
@@ -46,13 +56,21 @@ def promote(traffic, result, _percent=None):
     version, slot = traffic.state.candidate(data)
     objects = traffic.state.slot_objects(version, slot)
     traffic.router.check(slot, 100)
+    traffic.state.begin("promote", result, version=version, slot=slot, weights=target_weights(slot, 100),
+                        replicas=traffic.scaler.targets(objects, 100))
     traffic.scaler.full_size(objects, result)
     traffic.router.set(slot, 100, result)
+    left = [] if traffic.options.dry_run else traffic.router.sending_to(slots.other_slot(slot))
+    if left:
+        result.warnings.append("the route still sends traffic to slot %s in %s: manent weighs only the rules that "
+                               "list both slots; retire refuses until no rule sends it anything" % (
+                                   slots.other_slot(slot), "; ".join(describe_share(share) for share in left)))
     if traffic.options.dry_run:
         return
     store = traffic.state.store
     store.promote(Release(store.key, version, data.get("candidateDeployment") or ""), data.get("version") or None)
     result.wrote("history", "%s in service" % version)
+    story.promote(traffic, result, data, version, slot)
 
 
 def abort(traffic, result, _percent=None):
@@ -71,8 +89,14 @@ def abort(traffic, result, _percent=None):
     stable_objects = traffic.state.slot_objects(data["version"], stable)
     candidate_objects = traffic.state.slot_objects(version, slot)
     traffic.router.check(stable, 100)
+    replicas = traffic.scaler.targets(stable_objects, 100)
+    replicas.update(traffic.scaler.targets(candidate_objects))
+    traffic.state.begin("abort", result, version=version, slot=slot, weights=target_weights(stable, 100),
+                        replicas=replicas)
     traffic.scaler.full_size(stable_objects, result)
     traffic.router.set(stable, 100, result)
+    if not traffic.options.dry_run:
+        traffic.router.refuse_while_sent(slot, stable, "scale down", "abort", "abort")
     settle(traffic.options)
     traffic.scaler.to_zero(candidate_objects, result)
     if traffic.options.dry_run:
@@ -81,6 +105,7 @@ def abort(traffic, result, _percent=None):
     traffic.state.store.update_locator("abort the candidate %s" % version, candidate="", candidateDeployment="",
                                        candidateRecord="", candidateSlot="", weight="")
     result.wrote("history", "candidate %s aborted" % version)
+    story.abort(traffic, result, data, version, slot)
 
 
 def rollback(traffic, result, _percent=None):
@@ -103,6 +128,8 @@ def rollback(traffic, result, _percent=None):
     meta = store.load(replaced, secrets=False)[0]
     objects = traffic.state.slot_objects(replaced, slot)
     traffic.router.check(slot, 100)
+    traffic.state.begin("rollback", result, version=replaced, slot=slot, weights=target_weights(slot, 100),
+                        replicas=traffic.scaler.targets(objects, 100))
     traffic.scaler.full_size(objects, result)
     traffic.router.set(slot, 100, result)
     if traffic.options.dry_run:
@@ -110,3 +137,4 @@ def rollback(traffic, result, _percent=None):
     store.promote(Release(store.key, replaced, meta.get("deployment") or ""), current)
     store.mark(current, record_format.STATUS_ROLLED_BACK)
     result.wrote("history", "%s in service again, %s rolled back" % (replaced, current))
+    story.rollback(traffic, result, data, replaced, slot)

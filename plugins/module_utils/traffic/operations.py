@@ -19,22 +19,26 @@ only the weights of the route (router.py) and scale the slots' workloads (scaler
   goes back into service (the release rolled back from is marked ``rolled-back`` and can be retired).
 * ``status``: the slots, versions, weights and readiness.
 
-Every operation but ``status`` holds the release lock and checks everything it needs (the release, the route,
-the DestinationRule) before its first write; a failure after a write says exactly what was written (the
-result's ``written``, kept in the error's ``partial``). Each is idempotent: rerun after a failure at any point,
-it finishes the work. In check mode nothing is stored: the writes are dry runs (dryRun=All) and the result says
-what would change.
+Every operation but ``status`` holds the release lock (its holder ``user@host:pid``, as a deploy's) and checks
+everything it needs (the release, the route, the DestinationRule) before its first write; a failure after a write
+says exactly what was written (the result's ``written``, kept in the error's ``partial``). Right before its first
+write it records itself in the locator (state.py ``begin``: the operation, its target weights and replicas, who and
+when), and clears that record after its last: a run killed in between (AWX's cancel) leaves it for ``status`` and
+the next run, and one stopped by a signal or an error adds when and why. Each is idempotent: rerun after a failure
+or a kill at any point, it finishes the work (the same step finishes the interrupted one; abort undoes it). In
+check mode nothing is stored: the writes are dry runs (dryRun=All) and the result says what would change.
 """
 
 from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, Interrupted, ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import default_holder
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import moves, retire, status
-from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import (
-    FIELD_MANAGER, TrafficOptions, TrafficResult)
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import TrafficOptions, TrafficResult
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.router import Router
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.scaler import SlotScaler
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.state import ReleaseState
@@ -53,7 +57,7 @@ READ_ONLY = ("status",)  # run without the release lock
 
 class Traffic:
     """The traffic operations of one release key in ``namespace`` of one cluster: the context every operation
-    gets (``options``, ``state``, ``scaler``, ``router``)."""
+    gets (``options``, ``state``, ``scaler``, ``router``, ``events``)."""
 
     def __init__(self, kube, discovery, namespace, key, options=None):
         self.options = options or TrafficOptions()
@@ -62,11 +66,12 @@ class Traffic:
                              hint="set traffic_route and traffic_service (and traffic_route_kind for GRPCRoute)")
         reader = LiveReader(kube, discovery)
         deleter = Deleter(kube, discovery, reader, DeleteOptions(dry_run=self.options.dry_run))
-        store = HistoryStore(kube, namespace, key, holder=self.options.holder or FIELD_MANAGER,
+        store = HistoryStore(kube, namespace, key, holder=self.options.holder or default_holder(),
                              now=self.options.now)
-        self.state = ReleaseState(store, namespace)
+        self.state = ReleaseState(store, namespace, dry_run=self.options.dry_run, now=self.options.now)
         self.scaler = SlotScaler(kube, reader, deleter, key, self.options)
         self.router = Router(kube, discovery, namespace, self.options)
+        self.events = Recorder(kube, dry_run=self.options.dry_run)  # traffic/story.py: what each operation did
 
     def run(self, operation, percent=None):
         """Run the operation named ``operation``; its TrafficResult. A ManentError (or a stop of the run) carries
@@ -96,6 +101,10 @@ class Traffic:
                 store.acquire(break_lock=self.options.break_lock)
                 locked = True
             OPERATIONS[operation](self, result, percent)
+            self.state.finish()
+        except (ManentError, Interrupted) as err:
+            self.state.stopped(str(err))
+            raise
         finally:
             if locked:
                 store.release_lock()

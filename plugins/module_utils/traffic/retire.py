@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ``retire`` operation: once ``scale_down_delay`` has passed since the promotion, and only while the route
-sends it nothing, the replaced slot's workloads go to zero (its HPAs and DaemonSets deleted)."""
+"""The ``retire`` operation: once ``scale_down_delay`` has passed since the promotion, and only while no rule of the
+route sends it anything (every rule naming its backend read, not only the weighted ones), the replaced slot's
+workloads go to zero (its HPAs and DaemonSets deleted)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import datetime
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import times
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import story
 
 
 def retire(traffic, result, _percent=None):
@@ -26,16 +28,18 @@ def retire(traffic, result, _percent=None):
         raise InputError("slot %s holds the candidate %s, not a replaced release" % (slot, data["candidate"]),
                          subject=traffic.state.subject(), hint="promote or abort the candidate first")
     check_delay(data, traffic.options, traffic.state.subject())
-    weights = traffic.router.weights()
-    if weights.get(slot):
-        raise InputError("the route still sends %s%% of the traffic to slot %s" % (weights[slot], slot),
-                         subject=str(traffic.router.ref),
-                         hint="promote again to move all traffic to slot %s" % data["slot"])
-    traffic.scaler.to_zero(traffic.state.slot_objects(replaced, slot), result)
+    route = traffic.router.read()
+    weights = traffic.router.weights(route)
+    traffic.router.refuse_while_sent(slot, data["slot"], "retire", "retire", "promote", route)
+    objects = traffic.state.slot_objects(replaced, slot)
+    traffic.state.begin("retire", result, version=replaced, slot=slot, weights=weights,
+                        replicas=traffic.scaler.targets(objects))
+    traffic.scaler.to_zero(objects, result)
     result.weights = weights
     if not traffic.options.dry_run:
         traffic.state.store.update_locator("retire version %s" % replaced, retired=replaced)
         result.wrote("history", "%s retired" % replaced)
+        story.retire(traffic, result, data, replaced, slot)
 
 
 def check_delay(data, options, subject):

@@ -8,10 +8,11 @@ route's controller accepted it, acceptance.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import NotFoundError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, NotFoundError
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import slots
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import (
     acceptance, destinations, grants, routes)
+from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import weights as slot_weights
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.weights import (
     Target, current_weights, set_weights)
 
@@ -33,11 +34,48 @@ class Router:
         """The result's ``route``: kind, namespace and name, plus ``fields``."""
         return dict({"kind": self.ref.kind, "namespace": self.ref.namespace, "name": self.ref.name}, **fields)
 
-    def weights(self):
-        """{"a": weight, "b": weight} of the live route (InputError when it does not list both slots)."""
-        route = self.kube.get_json(routes.path_of(self.ref), subject=str(self.ref))
+    def read(self):
+        """The live route."""
+        return routes.read_route(self.kube, self.ref)
+
+    def weights(self, route=None):
+        """{"a": weight, "b": weight} of the weighted rules of the live route (or of ``route``, as read); InputError
+        when it does not list both slots."""
+        route = self.read() if route is None else route
         return current_weights(route, self.ref.kind, self.options.service, testers=self.options.testers,
                                namespace=self.namespace)
+
+    def shares(self, route=None):
+        """Every rule of the live route (or of ``route``) that names a slot backend, with each slot's weight
+        (weights.py Share): the weighted rules, the testers' and the rules manent does not change."""
+        route = self.read() if route is None else route
+        return slot_weights.shares(route, self.ref.kind, self.options.service, testers=self.options.testers,
+                                   namespace=self.namespace)
+
+    def sending_to(self, slot, route=None):
+        """The rules (weights.py Share) of the live route (or ``route``) that still give ``slot`` traffic."""
+        return slot_weights.sending_to(self.shares(route), slot)
+
+    def refuse_while_sent(self, slot, other, action, rerun, redo, route=None):
+        """InputError naming every rule of the live route (or ``route``) that still gives ``slot`` traffic: nothing
+        of ``slot`` may be scaled down while one does (``action``: what is refused, ``rerun``: the operation to run
+        again after the fix; ``other``: the slot that should have it all; ``redo``: the operation that moves the
+        weighted rules' traffic there)."""
+        sending = self.sending_to(slot, route)
+        if not sending:
+            return
+        target = Target(self.ref.kind, self.options.service, self.ref.namespace, self.namespace)
+        names = dict(zip(slots.SLOTS, target.router.names(target)))
+        managed = [share for share in sending if share.role != slot_weights.OTHER]
+        hints = []
+        if managed:
+            hints.append("%s again to move the traffic of the weighted rules to slot %s" % (redo, other))
+        if len(managed) < len(sending):
+            hints.append("manent weighs only the %ss that list both %s and %s: send the others to %s (or list both "
+                         "in them) yourself" % (target.router.UNIT, names["a"], names["b"], names[other]))
+        raise InputError("cannot %s slot %s: the route still sends it traffic in %s" % (
+            action, slot, "; ".join(slot_weights.describe_share(share) for share in sending)),
+            subject=str(self.ref), hint="; ".join(hints) + "; then %s again" % rerun)
 
     def check(self, slot, percent):
         """Refuse (InputError), before anything is written, a route that cannot give ``slot`` ``percent`` of the

@@ -107,6 +107,16 @@ class SlotScaler:
             out.append((obj, wanted))
         return out
 
+    @staticmethod
+    def targets(objects, percent=None):
+        """{ref: replicas} an operation aims at for the slot's Deployments and StatefulSets: proportional to
+        ``percent`` (100: full size; HPA-managed ones are left out), or zero for all of them without ``percent``."""
+        if percent is None:
+            return {ref(obj): 0 for obj in objects if kind_key(obj) in SCALABLE}
+        hpa = slots.hpa_targets(objects)
+        return {ref(obj): slots.replicas_for(slots.manifest_replicas(obj), percent) for obj in objects
+                if kind_key(obj) in SCALABLE and not _hpa_managed(obj, hpa)}
+
     def resize(self, objects, percent, result, grow):
         """Proportional replicas for ``percent``: only growing (``grow``) or only shrinking; the workloads
         resized."""

@@ -19,6 +19,10 @@ Gateway API (HTTPRoute, GRPCRoute):
   is the same at every step of a rollout. It is not a weighted rule.
 * a route without a weighted rule (or, with testers, without a testers rule) is refused.
 
+Every rule that names a slot backend is read by :func:`shares` (the weighted rules, the testers', and any other
+rule listing one slot): the guards that scale a slot down (retire, abort) and ``status`` read them all, never the
+first weighted rule alone.
+
 Istio (VirtualService): the same with the ``spec.http`` entries whose destinations are exactly the subsets
 ``a`` and ``b`` of the service's host (integer weights summing to 100). Istio takes the first matching
 entry, so the testers entry (a ``headers: {<name>: {exact: <value>}}`` match) must come before the first
@@ -56,6 +60,12 @@ class Target(namedtuple("Target", "kind service route_namespace namespace")):
 
 
 Plan = namedtuple("Plan", "units weighted testing target")
+
+# One rule (entry) of a route that names a slot backend: its index, its name in messages (with its matches), the
+# share of each slot ({slot: weight}, 0 for a slot it does not list) and what manent does with it (WEIGHTED: the
+# weights a step sets, TESTERS: the testers' rule, OTHER: a rule manent does not change).
+Share = namedtuple("Share", "index name weights role")
+WEIGHTED, TESTERS, OTHER = "weighted", "testers", "other"
 
 
 def check_percent(percent):
@@ -96,6 +106,43 @@ def current_weights(route, kind, service, testers=None, namespace=None):
     plan = _plan(route.get("spec") or {}, _target(route, kind, service, namespace), _testers(testers), subject)
     found = _slots(plan, plan.weighted[0])
     return {slot: int(found[slot].get("weight", plan.target.router.DEFAULT_WEIGHT)) for slot in SLOTS}
+
+
+def shares(route, kind, service, testers=None, namespace=None):
+    """Every rule (entry) of ``route`` naming a slot backend, in order, as :class:`Share` (the route must have a
+    weighted rule, as for :func:`current_weights`). A backendRef without a weight has weight 1; an Istio destination
+    without one gets all the traffic of an entry with one destination, else none."""
+    subject = _subject(route, kind)
+    _check_kind(kind, subject)
+    plan = _plan(route.get("spec") or {}, _target(route, kind, service, namespace), _testers(testers), subject)
+    out = []
+    for index, unit in enumerate(plan.units):
+        found = _slots(plan, index)
+        if not found:
+            continue
+        role = WEIGHTED if index in plan.weighted else TESTERS if index in plan.testing else OTHER
+        targets = unit.get(plan.target.router.REFS) or []
+        out.append(Share(index, describe_unit(plan, index),
+                         {slot: _effective(found[slot], targets, plan) if slot in found else 0 for slot in SLOTS},
+                         role))
+    return out
+
+
+def _effective(target, targets, plan):
+    router = plan.target.router
+    if "weight" in target:
+        return int(target["weight"] or 0)
+    return 100 if router is istio and len(targets) == 1 else router.DEFAULT_WEIGHT
+
+
+def sending_to(found, slot):
+    """The shares of ``found`` (:func:`shares`) that give ``slot`` traffic."""
+    return [share for share in found if share.weights.get(slot)]
+
+
+def describe_share(share):
+    """``rule 2 (api) matching [...]: a 0, b 100``."""
+    return "%s: %s" % (share.name, ", ".join("%s %s" % pair for pair in sorted(share.weights.items())))
 
 
 def field_of(kind):
@@ -184,6 +231,16 @@ def unit_name(plan, index):
     """``rule 2 (app)``, ``http entry 0``: a rule (entry) of the plan as messages name it."""
     unit = plan.units[index]
     return "%s %d%s" % (plan.target.router.UNIT, index, " (%s)" % unit["name"] if unit.get("name") else "")
+
+
+def describe_unit(plan, index):
+    """``rule 2 (api) matching [{"path": ...}]``: :func:`unit_name` with the rule's matches, as refusals name it."""
+    unit = plan.units[index]
+    matches = unit.get("matches" if plan.target.router is gateway else "match")
+    text = unit_name(plan, index)
+    if matches:
+        text += " matching %s" % json.dumps(matches, separators=(",", ":"), sort_keys=True)
+    return text
 
 
 def _no_weighted(plan, subject):
