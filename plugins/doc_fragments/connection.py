@@ -13,8 +13,8 @@ options:
     description:
       - The cluster's API server, as a host name/IP or an C(https://) URL.
       - In the roles this is the inventory host's C(manent_api_server) (default the host name).
+      - Required unless O(kubeconfig) is given.
     type: str
-    required: true
   port:
     description:
       - API server port, used when O(api_server) has no port.
@@ -48,6 +48,27 @@ options:
       - Do not verify the API server's certificate. For development only.
     type: bool
     default: false
+  kubeconfig:
+    description:
+      - A kubeconfig whose context reaches the cluster, as kubectl reads it - a path on the controller,
+        C(env:NAME) (a variable holding a path or the YAML), or the kubeconfig itself (its YAML text, or a mapping).
+      - "Read from its context: the cluster's C(server), C(certificate-authority) or C(certificate-authority-data),
+        C(insecure-skip-tls-verify), C(tls-server-name), C(proxy-url) (an C(http://) proxy, HTTPS tunnelled with
+        CONNECT; no socks), and the user's C(token), C(tokenFile) (read again after a 401), C(client-certificate(-data))
+        and C(client-key(-data)), or C(exec): a credential plugin (client.authentication.k8s.io C(v1) or C(v1beta1))
+        run without a terminal, whose credential is kept for the run and renewed shortly before its
+        C(expirationTimestamp) and once after a 401 (see docs/reliability.md)."
+      - C(username)/C(password) and C(auth-provider) are refused (use a token, a client certificate or the exec plugin
+        that replaces the provider); so is C(interactiveMode=Always).
+      - Used only when none of O(api_server), O(token), O(client_cert), O(client_key), O(ca), O(ca_file) is given;
+        with one of them, those are used and the task warns that the kubeconfig is ignored.
+      - In the roles this is the inventory host's C(manent_kubeconfig). Never logged.
+    type: raw
+  context:
+    description:
+      - The context of O(kubeconfig) to use. Default its C(current-context).
+      - In the roles this is the inventory host's C(manent_context).
+    type: str
   request_timeout:
     description:
       - Timeout of one API request, in seconds.

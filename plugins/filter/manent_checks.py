@@ -68,9 +68,9 @@ def _common(v):
          "host %s uses plain http; use the host name or an https:// URL" % host),
         ("manent_client_key", has_cert == has_key,
          "host %s sets only one of manent_client_cert and manent_client_key; set both or neither" % host),
-        ("manent_token", bool(_text(v.get("token"))) or has_cert,
+        ("manent_token", bool(_text(v.get("token"))) or has_cert or v.get("kubeconfig") is True,
          "host %s has neither a token nor a client certificate; set manent_token (vault string, file:/path or "
-         "env:NAME) or manent_client_cert and manent_client_key" % host),
+         "env:NAME), manent_client_cert and manent_client_key, or manent_kubeconfig" % host),
     ]
 
 
@@ -169,7 +169,7 @@ def manent_preflight(values, parts=None):
     """The rules of the role's preflight that ``values`` break, as "variable: what to do" lines; the common rules
     always, the rules of ``parts`` ("artifact", "apply") too, by default the parts whose values are given.
     ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
-    api_server, client_cert, client_key, token; artifact, artifact_types, artifact_name, version, source, sha256
+    api_server, client_cert, client_key, token, kubeconfig (whether one is set); artifact, artifact_types, artifact_name, version, source, sha256
     (artifact); concurrency (apply); analysis_context, analysis_provider_url, traffic_analysis, traffic_steps,
     wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
@@ -193,15 +193,29 @@ def cluster_url(server, port=DEFAULT_PORT):
     return "https://%s%s" % (authority.lower(), "/" + path if path else "")
 
 
+def _kubeconfig_file(value):
+    """Whether a manent_kubeconfig value names a file (not the kubeconfig itself, not env:NAME)."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    value = value.strip()
+    return "\n" not in value and not value.startswith(("{", "env:", "apiVersion"))
+
+
 def manent_shared_targets(hosts, hostvars, namespace=""):
     """The hosts of ``hosts`` that reach the same cluster for the same release namespace, one line per group
     (empty when every host has a cluster and namespace of its own). A host's cluster is its manent_api_server
-    (else its name) and manent_api_port; its namespace deploy_namespace, else ``namespace`` (the role's)."""
+    (else its name) and manent_api_port, or the context of its manent_kubeconfig when that is a file (named by its
+    path: the kubeconfig's content is never shown); its namespace deploy_namespace, else ``namespace`` (the
+    role's)."""
     groups = {}
     for host in hosts or []:
         host_vars = hostvars.get(host) or {}
-        key = (cluster_url(host_vars.get("manent_api_server") or host, host_vars.get("manent_api_port")),
-               _text(host_vars.get("deploy_namespace") or namespace))
+        cluster = cluster_url(host_vars.get("manent_api_server") or host, host_vars.get("manent_api_port"))
+        config = host_vars.get("manent_kubeconfig")
+        if not host_vars.get("manent_api_server") and _kubeconfig_file(config):
+            cluster = "context %s of kubeconfig %s" % (_text(host_vars.get("manent_context")) or "(current)",
+                                                       os.path.normpath(os.path.expanduser(str(config))))
+        key = (cluster, _text(host_vars.get("deploy_namespace") or namespace))
         groups.setdefault(key, []).append(str(host))
     return ["hosts %s reach the same cluster (%s) for the same namespace (%s): each would deploy the release "
             "there, one over the other; give each host its own deploy_namespace, or target one of them (-l)"

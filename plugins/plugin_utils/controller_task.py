@@ -17,6 +17,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import com
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     error_message, names_of, validation_message)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import progress
+from ansible_collections.manent.kubernetes.plugins.module_utils.base import exec_credentials
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import Interrupted, ManentError
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import stopping
@@ -43,6 +44,8 @@ def warm():
 
 
 warm()
+# The parent process: the key with which the workers of this run share exec credentials (exec_credentials.py).
+exec_credentials.share_across_workers()
 
 
 def in_process(action):
@@ -75,10 +78,7 @@ def run(action, task_vars, name, argument_spec, task):
         for line in reporter.lines(workloads):
             display.display("%s [%s]: %s" % (name, host, line))
 
-    warnings = []
-    insecure = mc.insecure_warning(validation.validated_parameters)
-    if insecure:
-        warnings.append(insecure)
+    warnings = mc.connection_warnings(validation.validated_parameters)
     with stopping.stopping():  # a stopped run: the task cleans up, then the worker ends (plugin_utils/stopping.py)
         try:
             out = task(validation.validated_parameters, bool(action._play_context.check_mode),

@@ -106,6 +106,32 @@ def test_no_client_key_in_any_channel(clusters, inventory_path, namespaces, tmp_
     _assert_absent(channels, key_lines + [SECRET_VALUE], "client key and Secret value")
 
 
+def test_no_exec_token_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
+    """The same channels with the cluster reached through an inline kubeconfig (a mapping in the host variables)
+    whose exec plugin hands out short-lived ServiceAccount tokens (tests/integration/test_kubeconfig_exec.py): no
+    8-character piece of any token it gave appears."""
+    from tests.integration.exec_helpers import Plugin, exec_user, grant
+    cluster = clusters[0]
+    grant(cluster, namespaces, ["deployer-1"])
+    plugin = Plugin(cluster, namespaces, tmp_path / "plugin", lifetime=4)
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "exec",
+              "clusters": [{"name": "c", "cluster": {"server": cluster.url, "certificate-authority": cluster.ca_file}}],
+              "users": [{"name": "u", "user": exec_user(plugin)}],
+              "contexts": [{"name": "exec", "context": {"cluster": "c", "user": "u"}}]}
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
+        cluster.name: {"manent_api_server": "", "manent_token": "", "manent_ca_file": "", "manent_kubeconfig": config}})
+    runs, dump = _deploy_then_fail(tmp_path, namespaces, inventory, cluster, "execed")
+    tokens = [run["token"] for run in plugin.runs()]
+    assert tokens, "the exec plugin did not run"
+    pieces = sorted({token[i:i + 8] for token in tokens for i in range(len(token) - 7)})
+    channels = {"-vvv --diff output with an exec credential (success)": runs[0].output,
+                "-vvv --diff output with an exec credential (failure)": runs[1].output,
+                "summary file (exec credential run)": json.dumps(runs[0].summary),
+                "helm argv and environment (exec credential run)": dump.read_text()}
+    assert "ARGV:" in channels["helm argv and environment (exec credential run)"]
+    _assert_absent(channels, pieces + [SECRET_VALUE], "exec token pieces and Secret value")
+
+
 def _assert_no_piece(channels, values, what):
     """No channel holds a piece of 8 characters of any form of ``values``; one reliability record per channel."""
     for channel, text in channels.items():

@@ -93,6 +93,20 @@ def test_shared_targets_name_the_hosts_of_one_cluster_and_namespace():
     assert manent_shared_targets(["a", "b", "e"], hostvars, "shop") == []
 
 
+def test_shared_targets_of_kubeconfig_contexts():
+    inline = "apiVersion: v1\nusers:\n- name: u\n  user: {token: s3cr3t}\n"
+    hostvars = {"a": {"manent_kubeconfig": "/etc/fleet.kubeconfig", "manent_context": "eu1"},
+                "b": {"manent_kubeconfig": "/etc/../etc/fleet.kubeconfig", "manent_context": "eu1"},
+                "c": {"manent_kubeconfig": "/etc/fleet.kubeconfig", "manent_context": "us1"},
+                "d": {"manent_kubeconfig": inline}, "e": {"manent_kubeconfig": inline}}
+    lines = manent_shared_targets(list(hostvars), hostvars, "shop")
+    assert lines == [
+        "hosts a, b reach the same cluster (context eu1 of kubeconfig /etc/fleet.kubeconfig) for the same namespace "
+        "(shop): each would deploy the release there, one over the other; give each host its own deploy_namespace, "
+        "or target one of them (-l)"]
+    assert "s3cr3t" not in "".join(lines)
+
+
 def test_host_ranges():
     assert host_ranges(["c001", "c002", "c003", "c005", "c006", "eu1a", "k8s-1.example.com", "k8s-2.example.com",
                         "k8s-3.example.com", "c009", "c010", "c011", "c12"]) == \

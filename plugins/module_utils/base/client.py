@@ -17,7 +17,10 @@ verification, client certificates, connection reuse across threads). Every call 
 
 Credentials are never put in messages or results. Values may be given inline, as ``file:/path``
 or ``env:NAME`` references (e.g. the in-cluster service-account token
-``file:/var/run/secrets/kubernetes.io/serviceaccount/token``).
+``file:/var/run/secrets/kubernetes.io/serviceaccount/token``), or come from a kubeconfig context (kubeconfig.py)
+whose credential may change during the run: a ``tokenFile`` read again, an ``exec`` plugin run again before its
+credential expires (exec_credentials.py). Every request then sends the current credential, and a 401 renews it
+once and repeats the request (the request was refused before it was handled: repeating it is safe for any verb).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.credentials import resolve_secret
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
@@ -116,6 +119,13 @@ class ConnectionOptions:
     retries: int = 5
     pool_size: int = CONCURRENCY  # a connection for each request a deploy sends at once
     retry_time: float = 60.0
+    # A kubeconfig (path, env:NAME, YAML text or mapping) and its context: server, CA and credentials come from it
+    # (kubeconfig.py); tls_server_name and proxy_url are set from it.
+    kubeconfig: object = ""
+    context: str = ""
+    tls_server_name: str = ""
+    proxy_url: str = ""
+    cache_dir: str = ""  # where the workers of a run share exec credentials, encrypted (exec_credentials.py)
 
     @property
     def url(self):
@@ -288,24 +298,32 @@ class Kube:
         if not HAS_KUBERNETES:
             raise InputError("the Python package 'kubernetes' is required: %s" % KUBERNETES_IMPORT_ERROR,
                              hint="pip install -r requirements.txt on the controller / execution environment")
-        self.options = options
-        self.url = options.url
         self._tmp = None  # created only when inline PEM data must be written to files
         self.ca_source = "the system CAs (no ca or ca_file given)"  # named when TLS verification fails
+        self._source = None  # a credential that may change during the run (kubeconfig tokenFile or exec)
+        self.target = None  # the kubeconfig context (kubeconfig.Target)
+        if options.kubeconfig:
+            options = self._from_kubeconfig(options)
+        self.options = options
+        self.url = options.url
         cfg = Configuration()
         cfg.host = self.url
         cfg.verify_ssl = not options.insecure_skip_tls_verify
         cfg.connection_pool_maxsize = options.pool_size
+        if options.proxy_url:
+            cfg.proxy = options.proxy_url
         ca = resolve_secret(options.ca, "the CA certificate")
         if ca:
             cfg.ssl_ca_cert = self._pem_file("ca.crt", ca, "the CA certificate")
-            self.ca_source = "the CA given in ca"
+            if self.target is None:
+                self.ca_source = "the CA given in ca"
         elif options.ca_file:
             if not os.path.exists(os.path.expanduser(options.ca_file)):
                 raise InputError("CA file %s does not exist" % options.ca_file, subject="connection",
                                  hint="set ca_file to a PEM bundle, or leave it empty to use the system CAs")
             cfg.ssl_ca_cert = os.path.expanduser(options.ca_file)
-            self.ca_source = "ca_file %s" % options.ca_file
+            if self.target is None:
+                self.ca_source = "ca_file %s" % options.ca_file
         cert = resolve_secret(options.client_cert, "the client certificate")
         key = resolve_secret(options.client_key, "the client key")
         if bool(cert) != bool(key):
@@ -315,14 +333,81 @@ class Kube:
             cfg.cert_file = self._pem_file("client.crt", cert, "the client certificate")
             cfg.key_file = self._pem_file("client.key", key, "the client key")
         self._token = resolve_secret(options.token, "the bearer token")
-        if options.insecure_skip_tls_verify:
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-            self._pool = RESTClientObject(cfg).pool_manager
-        else:
-            self._pool = self._verifying_pool(cfg)
+        self._cfg = cfg
+        self._ca_path = cfg.ssl_ca_cert
+        self._pool = self._make_pool(cfg)
+        self._cert = ""  # the client certificate of the exec credential the pool presents
+        self._old_pools = []  # pools replaced by one presenting a new certificate: cleared at close
+        self._cert_lock = threading.Lock()
         self._version = None
         self._reached = False  # the server answered once: a later outage is waited for (retry_time)
         self.deadline = None  # time.monotonic() value no retry may sleep past (the caller's own timeout)
+
+    def _make_pool(self, cfg):
+        if self.options.insecure_skip_tls_verify:
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            pool = RESTClientObject(cfg).pool_manager
+        else:
+            pool = self._verifying_pool(cfg)
+        if self.options.tls_server_name:  # the name sent (SNI) and verified instead of the address dialled
+            pool.connection_pool_kw["server_hostname"] = self.options.tls_server_name
+        return pool
+
+    def _from_kubeconfig(self, options):
+        """The options of the kubeconfig's context, and its changing credential (tokenFile, exec) in _source."""
+        from ansible_collections.manent.kubernetes.plugins.module_utils.base import kubeconfig
+        target = kubeconfig.load(options.kubeconfig, options.context)
+        self.target = target
+        where = "cluster %r of %s" % (target.cluster_name, target.where())
+        if target.ca_data or target.ca_file:
+            self.ca_source = "the certificate-authority of %s" % where
+        else:
+            self.ca_source = "the system CAs (no certificate-authority in %s)" % where
+        if target.exec is not None:
+            from ansible_collections.manent.kubernetes.plugins.module_utils.base.exec_credentials import ExecAuth
+            self._source = ExecAuth(target, cache_dir=options.cache_dir)
+        elif target.token_file:
+            self._source = TokenFile(target.token_file)
+        return replace(options, server=target.server, port=443, token=target.token if target.exec is None else "",
+                       client_cert=target.client_cert, client_key=target.client_key, ca=target.ca_data,
+                       ca_file=target.ca_file,
+                       insecure_skip_tls_verify=options.insecure_skip_tls_verify or target.insecure_skip_tls_verify,
+                       tls_server_name=target.tls_server_name, proxy_url=target.proxy_url, kubeconfig="")
+
+    def _credential(self):
+        """The changing credential to send now (None: the static one), with the pool presenting its certificate."""
+        if self._source is None:
+            return None
+        cred = self._source.current()
+        if cred.client_cert and cred.client_cert != self._cert:
+            self._present(cred)
+        return cred
+
+    def _present(self, cred):
+        """Swap in a pool whose connections present the exec credential's client certificate."""
+        with self._cert_lock:
+            if cred.client_cert == self._cert:
+                return
+            cfg = Configuration()
+            for name in ("host", "verify_ssl", "connection_pool_maxsize", "proxy"):
+                setattr(cfg, name, getattr(self._cfg, name))
+            cfg.ssl_ca_cert = self._ca_path
+            cfg.cert_file = self._pem_file("exec-client.crt", cred.client_cert, "the exec plugin's client certificate")
+            cfg.key_file = self._pem_file("exec-client.key", cred.client_key, "the exec plugin's client key")
+            old, self._pool = self._pool, self._make_pool(cfg)
+            self._cert = cred.client_cert
+            self._old_pools.append(old)  # requests in flight finish on it
+
+    def _renew(self, refused, policy, err):
+        """After a 401: whether a new credential was obtained for another attempt (once per request)."""
+        if self._source is None:
+            return False
+        if policy.renewed:
+            err.hint = "a newly obtained credential was refused too: check what the %s grants" % (
+                "exec plugin" if self.target.exec is not None else "tokenFile")
+            return False
+        policy.renewed = True
+        return self._source.refresh(refused) is not None
 
     def _verifying_pool(self, cfg):
         """The REST layer's connection pool with manent's TLS context (tls.py): the kubernetes client's
@@ -357,6 +442,8 @@ class Kube:
 
     def close(self):
         try:
+            for pool in getattr(self, "_old_pools", ()):
+                pool.clear()
             self._pool.clear()
         finally:
             if self._tmp:
@@ -376,16 +463,22 @@ class Kube:
 
         ``repeatable`` overrides :func:`retry_safe` for callers that make a repeat harmless themselves (a
         create whose 409 they read as "exists already")."""
-        headers = self._headers(accept)
         payload = None
         if body is not None:
             payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
-            headers["Content-Type"] = content_type
         policy = _Retries(self, method, path, content_type, retry, repeatable)
         r = None
         while r is None:
-            r = self._attempt(method, self._url(path, query), payload, headers, policy, subject,
-                              timeout or self.options.timeout, preload=True)
+            cred = self._credential()
+            headers = self._headers(accept, cred)
+            if payload is not None:
+                headers["Content-Type"] = content_type
+            try:
+                r = self._attempt(method, self._url(path, query), payload, headers, policy, subject,
+                                  timeout or self.options.timeout, preload=True)
+            except ApiError as err:
+                if err.status != 401 or not self._renew(cred, policy, err):
+                    raise
         warnings = parse_warnings(r.headers.getlist("Warning") if hasattr(r.headers, "getlist") else
                                   [r.headers.get("Warning")] if r.headers.get("Warning") else [])
         return Response(r.status, _decode(r.data), r.headers, warnings)
@@ -395,12 +488,16 @@ class Kube:
         answered 2xx. Until then the retry policy of :meth:`request` applies (an API server that restarts is waited
         for up to ``retry_time``); error statuses raise typed errors. ``timeout``: seconds a read may wait for the
         next bytes before the stream counts as broken."""
-        headers = self._headers("application/json")
         policy = _Retries(self, "GET", path, None, True)
         r = None
         while r is None:
-            r = self._attempt("GET", self._url(path, query), None, headers, policy, subject,
-                              timeout or self.options.timeout, preload=False)
+            cred = self._credential()
+            try:
+                r = self._attempt("GET", self._url(path, query), None, self._headers("application/json", cred), policy,
+                                  subject, timeout or self.options.timeout, preload=False)
+            except ApiError as err:
+                if err.status != 401 or not self._renew(cred, policy, err):
+                    raise
         return Stream(r, subject, self.url)
 
     def _url(self, path, query):
@@ -409,10 +506,11 @@ class Kube:
             url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
         return url
 
-    def _headers(self, accept):
+    def _headers(self, accept, cred=None):
         headers = {"Accept": accept, "User-Agent": USER_AGENT}
-        if self._token:
-            headers["Authorization"] = "Bearer " + self._token
+        token = cred.token if cred is not None else self._token
+        if token:
+            headers["Authorization"] = "Bearer " + token
         return headers
 
     def _attempt(self, method, url, payload, headers, policy, subject, read_timeout, preload):
@@ -465,6 +563,33 @@ class Kube:
         return self._version
 
 
+class TokenFile:
+    """A kubeconfig user's ``tokenFile``: read again after a minute and after a 401 (a projected token rotates)."""
+
+    REREAD = 60.0
+
+    def __init__(self, path, clock=time.monotonic):
+        self.path = path
+        self.clock = clock
+        self._cred = None
+        self._read_at = 0.0
+
+    def _read(self):
+        from ansible_collections.manent.kubernetes.plugins.module_utils.base.exec_credentials import Credential
+        self._cred = Credential(token=resolve_secret("file:" + self.path, "the tokenFile", subject="kubeconfig"))
+        self._read_at = self.clock()
+        return self._cred
+
+    def current(self):
+        if self._cred is None or self.clock() - self._read_at > self.REREAD:
+            return self._read()
+        return self._cred
+
+    def refresh(self, refused):
+        cred = self._read()
+        return None if refused is not None and cred.token == refused.token else cred
+
+
 def retry_safe(method, path, content_type):
     """Whether repeating a request that may already have been handled is harmless: reads, PUT (conditioned on
     resourceVersion), DELETE, server-side apply PATCH (declarative) and review POSTs. A plain POST or a
@@ -488,6 +613,7 @@ class _Retries:
         self.started = time.monotonic()
         self.attempt = 1
         self.delay = BACKOFF_FIRST
+        self.renewed = False  # the credential was renewed after a 401 (once per request)
 
     def _limit(self):
         limit = self.started + max(0.0, float(self.kube.options.retry_time or 0))

@@ -13,13 +13,13 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.client impo
     HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, ConnectionOptions, Kube)
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder, record_ref
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     OPTION_NAMES_SPEC, error_message, names_of)
 
 CONNECTION_SPEC = {
-    "api_server": {"type": "str", "required": True},
+    "api_server": {"type": "str"},
     "port": {"type": "int", "default": 6443},
     "token": {"type": "str", "no_log": True},
     "client_cert": {"type": "str"},
@@ -29,7 +29,12 @@ CONNECTION_SPEC = {
     "insecure_skip_tls_verify": {"type": "bool", "default": False},
     "request_timeout": {"type": "float", "default": 30.0},
     "work_dir": {"type": "path"},
+    # a path, env:NAME, or the kubeconfig itself (its YAML, or a mapping): no_log, since it may hold credentials
+    "kubeconfig": {"type": "raw", "no_log": True},
+    "context": {"type": "str"},
 }
+# The options that reach a cluster without a kubeconfig: given with one, they are used and the kubeconfig is not.
+STATIC_CONNECTION = ("api_server", "token", "client_cert", "client_key", "ca", "ca_file")
 
 RELEASE_SPEC = {
     "application": {"type": "str", "required": True},
@@ -60,6 +65,16 @@ def work_dir(params):
 
 
 def connection(params):
+    kubeconfig = params.get("kubeconfig") or ""
+    if kubeconfig and not static_connection(params):
+        return ConnectionOptions(
+            server="", kubeconfig=kubeconfig, context=params.get("context") or "",
+            insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"],
+            retry_time=retry_time(params), cache_dir=os.path.join(work_dir(params), "credentials"),
+            pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
+    if not params.get("api_server"):
+        raise InputError("no API server given: set api_server, or kubeconfig (and context)", subject="api_server",
+                         hint="give the cluster's https:// URL, or a kubeconfig whose context reaches it")
     return ConnectionOptions(
         server=params["api_server"], port=params["port"], token=params.get("token") or "",
         client_cert=params.get("client_cert") or "", client_key=params.get("client_key") or "",
@@ -68,6 +83,11 @@ def connection(params):
         retry_time=retry_time(params),
         # a connection kept for each request a task may send at once (manent_apply's concurrency)
         pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
+
+
+def static_connection(params):
+    """The options of ``STATIC_CONNECTION`` given in ``params``."""
+    return [name for name in STATIC_CONNECTION if params.get(name)]
 
 
 def retry_time(params):
@@ -124,13 +144,32 @@ def insecure_warning(params):
     and the controller path (plugins/plugin_utils/controller_task.py) both send it, on success and on failure."""
     params = params or {}
     if params.get("insecure_skip_tls_verify"):
-        return INSECURE_WARNING % params.get("api_server", "")
+        return INSECURE_WARNING % (params.get("api_server") or "of context %r" % (params.get("context") or "(current)"))
     return None
 
 
+BOTH_WARNING = ("%s and %s are both set: %s used, %s ignored (set one or the other for a host)")
+
+
+def connection_warnings(params):
+    """The warnings about how a task reaches its cluster (insecure TLS; a kubeconfig given with the static options,
+    which win), named as the task's ``option_names`` say; sent on success and on failure, like insecure_warning."""
+    params = params or {}
+    warnings = []
+    insecure = insecure_warning(params)
+    if insecure:
+        warnings.append(insecure)
+    static = static_connection(params) if params.get("kubeconfig") else []
+    if static:
+        names = names_of(params)
+        given = ", ".join(names.get(name, name) for name in static)
+        kubeconfig = names.get("kubeconfig", "kubeconfig")
+        warnings.append(BOTH_WARNING % (kubeconfig, given, given + (" are" if len(static) > 1 else " is"), kubeconfig))
+    return warnings
+
+
 def warn_insecure(module):
-    warning = insecure_warning(getattr(module, "params", None))
-    if warning:
+    for warning in connection_warnings(getattr(module, "params", None)):
         module.warn(warning)
 
 
