@@ -19,7 +19,7 @@ import json
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name
+from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name, version_part
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import STATUS_ABORTED
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import routes
 from tests import reliability
