@@ -35,12 +35,11 @@ description:
     (C(bad_data), a string result), cannot be reached, or the answer is not one Prometheus gives (another API or a
     web page at O(provider.url)). Run it before the first weight change.
   - The rules in full, and a worked example, are in the collection's C(docs/analysis.md).
-extends_documentation_fragment:
-  - manent.kubernetes.option_names
 author:
   - manent developers (@manent-io)
 extends_documentation_fragment:
   - manent.kubernetes.connection
+  - manent.kubernetes.option_names
 attributes:
   check_mode:
     support: full

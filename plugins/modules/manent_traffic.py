@@ -36,8 +36,8 @@ description:
   - Each operation holds the release's history lock (its holder C(user@host:pid)), checks everything it needs (the
     release, the route, the DestinationRule) before its first write, and is safe to run again after a failure at
     any point. A failure after a write lists in C(written) what was written; a refusal changes nothing.
-  - Right before its first write an operation records itself in the release's locator (C(inProgress): the operation,
-    its target weights and replicas, who and when) and clears that record after its last write, so that a run killed
+  - Right before its first write an operation records itself in the release's locator (C(inProgress), with the
+    operation, its target weights and replicas, who and when) and clears that record after its last write, so that a run killed
     in between (an AWX cancel) leaves O(operation=status) and the next run what they need; the same step again
     finishes an interrupted step, abort undoes it.
 author:

@@ -474,8 +474,8 @@ def test_waves_quorum_counts_the_clusters_that_passed(
 
 def test_bad_analysis_variables_stop_before_any_cluster_is_touched(inventory_path, tmp_path):
     extra = traffic_vars(tmp_path, "never-created-ns", "1.0.0", deploy_traffic_operation="step",
-                         deploy_traffic_steps=[{"percent": 10, "analysis": {"on_failure": "rollback",
-                                                                           "on_error": "roll back"}}])
+                         deploy_traffic_steps=[{"percent": 10, "analysis": {
+                             "on_failure": "rollback", "on_error": "roll back"}}])
     run = run_playbook("traffic", inventory_path, extra, tmp_path)
     assert run.rc != 0, run.explain()
     assert "deploy_traffic_steps[0].analysis.checks: must be a list of checks" in run.output, run.explain()

@@ -537,8 +537,8 @@ def test_a_missing_helm_is_named_by_its_role_variable_once(clusters, inventory_p
 
 
 @pytest.mark.integration
-def test_the_object_count_is_the_same_on_the_first_deploy_that_creates_the_namespace(clusters, tmp_path,
-                                                                                        inventory_path):
+def test_the_object_count_is_the_same_on_the_first_deploy_that_creates_the_namespace(
+        clusters, tmp_path, inventory_path):
     """deploy_create_namespace: the first deploy creates the release namespace; the summary counts the release's
     objects on both runs alike, and says what the first one added."""
     ns = "t-" + uuid.uuid4().hex[:10]
@@ -548,9 +548,8 @@ def test_the_object_count_is_the_same_on_the_first_deploy_that_creates_the_names
         first = run_playbook("deploy", inventory_path, extra, tmp_path, limit="eu1a")
         assert first.rc == 0, first.explain()
         one = first.summary["eu1a"]  # read now: the next run writes the same summary file
-        second = run_playbook("deploy", inventory_path, dict(extra, deploy_variables={"REPLICAS": "1",
-                                                                                       "GREETING": "again"}),
-                              tmp_path, limit="eu1a")
+        again = dict(extra, deploy_variables={"REPLICAS": "1", "GREETING": "again"})
+        second = run_playbook("deploy", inventory_path, again, tmp_path, limit="eu1a")
         assert second.rc == 0, second.explain()
         two = second.summary["eu1a"]
     finally:

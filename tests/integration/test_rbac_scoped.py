@@ -17,6 +17,7 @@ from tests.integration.kube import deployer_token
 
 pytestmark = pytest.mark.integration
 
+
 @pytest.fixture
 def scoped(cluster, namespace):
     """A Kube of user manent-deployer, bound to a Role in ``namespace`` only."""

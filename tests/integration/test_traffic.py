@@ -537,8 +537,8 @@ def test_retire_is_refused_while_any_rule_still_sends_to_the_slot(cluster, names
     with AutoController(cluster, ref):
         traffic(cluster, namespace).run("promote")
         for backends in ([{"name": "shop-a", "port": 8080, "weight": 100}],
-                         [{"name": "shop-a", "port": 8080, "weight": 100}, {"name": "shop-b", "port": 8080,
-                                                                             "weight": 0}]):
+                         [{"name": "shop-a", "port": 8080, "weight": 100},
+                          {"name": "shop-b", "port": 8080, "weight": 0}]):
             rules = [item for item in read(cluster, ref)["spec"]["rules"] if item.get("name") != "api"]
             rules.append({"name": "api", "matches": [api], "backendRefs": backends})
             generation = cluster.kube.request("PATCH", routes.path_of(ref), body={"spec": {"rules": rules}},

@@ -256,8 +256,8 @@ def test_the_release_namespace_created_is_a_change_not_an_object():
     assert first.objects == second.objects == 2
     assert first.to_dict()["counts"] == {"created": 3}
     base = {"host": "eu1a"}
-    summary = {"eu1a": manent_cluster_result(first.to_dict(), base), "eu1b": manent_cluster_result(second.to_dict(),
-                                                                                                    base)}
+    summary = {"eu1a": manent_cluster_result(first.to_dict(), base),
+               "eu1b": manent_cluster_result(second.to_dict(), base)}
     lines = manent_summary_lines(summary)
     assert lines[1].split()[4] == lines[2].split()[4] == "2", lines
     assert lines[3:] == ["eu1a: namespace shop created (deploy_create_namespace), counted in changes, not in objects"]
