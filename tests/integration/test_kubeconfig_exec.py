@@ -27,7 +27,7 @@ from tests.integration.exec_helpers import HINT, Plugin, exec_user, grant, kubec
 from tests.integration.kube import whoami
 from tests.reliability import record
 from tests.integration.playbook_helpers import (
-    SHOP_SECRET, artifact, base_vars, labelled_history, resource_versions, run_playbook, start_playbook,
+    SHOP_SECRET, app_objects, artifact, base_vars, labelled_history, resource_versions, run_playbook, start_playbook,
     write_manifest)
 
 pytestmark = pytest.mark.integration
@@ -53,18 +53,9 @@ def inventory(clusters_inventory, path, hosts):
 
 def shop(tmp_path, namespace, version, replicas=2, **extra):
     """Role variables of a deploy of the shop (ConfigMap, Secret, Service, Deployment) at ``version``."""
-    objects = [
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-config"}, "data": {"version": version}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "shop-credentials"}, "type": "Opaque",
-         "stringData": {"api-key": SHOP_SECRET}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
-         "spec": {"selector": {"app": "shop"}, "ports": [{"port": 8080}]}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop"},
-         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "shop"}},
-                  "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-                  "template": {"metadata": {"labels": {"app": "shop"}, "annotations": {"release": version}},
-                               "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}},
-    ]
+    objects = app_objects(version, SHOP_SECRET, replicas)
+    # one pod replaced at a time: the rollout of many replicas is long enough to rotate the credential during it
+    objects[-1]["spec"]["strategy"] = {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     os.makedirs(str(tmp_path), exist_ok=True)
     path = write_manifest(str(tmp_path / ("shop-%s.yaml" % version)), objects)
     return base_vars(tmp_path, namespace, deploy_application="shop", deploy_artifact=artifact("shop", version, path),
