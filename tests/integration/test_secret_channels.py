@@ -86,6 +86,17 @@ def test_no_secret_in_any_channel(clusters, inventory_path, namespaces, tmp_path
     _assert_absent(channels, [cluster.token, SECRET_VALUE], "token and Secret value")
 
 
+def _credential_channels(runs, dump, given, short):
+    """The channels of a deploy then a failed one (_deploy_then_fail) with the credential ``given`` (named ``short``
+    in the run's labels): the -vvv --diff outputs, the summary file, helm's argv and environment."""
+    channels = {"-vvv --diff output with %s (success)" % given: runs[0].output,
+                "-vvv --diff output with %s (failure)" % given: runs[1].output,
+                "summary file (%s run)" % short: json.dumps(runs[0].summary),
+                "helm argv and environment (%s run)" % short: dump.read_text()}
+    assert "ARGV:" in channels["helm argv and environment (%s run)" % short], "the wrapper helm was not used"
+    return channels
+
+
 def test_no_client_key_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
     """The same channels with a client certificate and key given inline (host variables), no token."""
     cluster = clusters[0]
@@ -98,11 +109,7 @@ def test_no_client_key_in_any_channel(clusters, inventory_path, namespaces, tmp_
     inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
         cluster.name: {"manent_token": "", "manent_client_cert": cert, "manent_client_key": key}})
     runs, dump = _deploy_then_fail(tmp_path, namespaces, inventory, cluster, "keyed")
-    channels = {"-vvv --diff output with a client key (success)": runs[0].output,
-                "-vvv --diff output with a client key (failure)": runs[1].output,
-                "summary file (client key run)": json.dumps(runs[0].summary),
-                "helm argv and environment (client key run)": dump.read_text()}
-    assert "ARGV:" in channels["helm argv and environment (client key run)"]
+    channels = _credential_channels(runs, dump, "a client key", "client key")
     _assert_absent(channels, key_lines + [SECRET_VALUE], "client key and Secret value")
 
 
@@ -124,11 +131,7 @@ def test_no_exec_token_in_any_channel(clusters, inventory_path, namespaces, tmp_
     tokens = [run["token"] for run in plugin.runs()]
     assert tokens, "the exec plugin did not run"
     pieces = sorted({token[i:i + 8] for token in tokens for i in range(len(token) - 7)})
-    channels = {"-vvv --diff output with an exec credential (success)": runs[0].output,
-                "-vvv --diff output with an exec credential (failure)": runs[1].output,
-                "summary file (exec credential run)": json.dumps(runs[0].summary),
-                "helm argv and environment (exec credential run)": dump.read_text()}
-    assert "ARGV:" in channels["helm argv and environment (exec credential run)"]
+    channels = _credential_channels(runs, dump, "an exec credential", "exec credential")
     _assert_absent(channels, pieces + [SECRET_VALUE], "exec token pieces and Secret value")
 
 
