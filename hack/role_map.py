@@ -23,7 +23,7 @@ import os
 import sys
 
 import yaml
-from jinja2 import Environment, meta, nodes
+from jinja2 import Environment, TemplateSyntaxError, meta, nodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROLE_NAME = "deploy"
@@ -278,8 +278,10 @@ def _task_reads(task, module, args):
     return names, quoted
 
 
-def walk(tasks, taskfile, out, outer_locals=frozenset()):
-    """Read a list of tasks into ``out`` (steps), noting on ``taskfile`` what they produce and read."""
+def walk(tasks, taskfile, out, outer_locals=frozenset(), block_vars=frozenset()):
+    """Read a list of tasks into ``out`` (steps), noting on ``taskfile`` what they produce and read. ``outer_locals``:
+    the names the enclosing blocks define (their ``vars``, loop variables); ``block_vars``: their ``vars``, which an
+    include inside them gives the file it includes."""
     base_dir = os.path.dirname(taskfile.path)
     for task in tasks or []:
         if not isinstance(task, dict):
@@ -298,11 +300,12 @@ def walk(tasks, taskfile, out, outer_locals=frozenset()):
             step = {"type": "block", "name": name, "when": _conditions(task.get("when")),
                     "block": [], "rescue": [], "always": []}
             for section in ("block", "rescue", "always"):
-                walk(task.get(section), taskfile, step[section], local)
+                walk(task.get(section), taskfile, step[section], local, block_vars | set(task.get("vars") or {}))
             out.append(step)
             continue
         if module in INCLUDE_TASKS:
             step = _include_step(task, module, args, base_dir, name)
+            step["vars"] = sorted(set(step["vars"]) | block_vars)
             taskfile.includes.append(step)
         elif module in INCLUDE_ROLE:
             step = _role_step(module, args, name)
@@ -330,7 +333,10 @@ def _produced(task, module, args, taskfile):
 
 def read_taskfile(path):
     taskfile = TaskFile(path)
-    walk(load(path) or [], taskfile, taskfile.steps)
+    try:
+        walk(load(path) or [], taskfile, taskfile.steps)
+    except TemplateSyntaxError as error:
+        raise ValueError("%s: a template does not parse: %s" % (path, error)) from error
     return taskfile
 
 

@@ -323,3 +323,41 @@ def test_the_short_flow_names_files_with_the_first_sentence_of_their_header(samp
 
 def test_the_facts_read_by_the_playbooks_are_indexed(sample):
     assert sample.readers()["_deploy_sizes"] == {"playbooks/run.yml": [], "roles/deploy/tasks/phases/work.yml": []}
+
+
+def test_the_vars_of_a_block_are_given_to_the_files_it_includes(tmp_path, role_map, monkeypatch):
+    _write(tmp_path, {
+        "playbooks/none.yml": "---\n[]\n",
+        "roles/deploy/tasks/main.yml": """
+            ---
+            - name: Around
+              vars:
+                __deploy_mode: quick
+              block:
+                - name: Inside
+                  ansible.builtin.import_tasks: phases/inner.yml
+            """,
+        "roles/deploy/tasks/phases/inner.yml": """
+            ---
+            - name: Inner
+              ansible.builtin.debug:
+                msg: "{{ __deploy_mode }}"
+            """})
+    monkeypatch.setattr(role_map, "ROOT", str(tmp_path))
+    sample = role_map.RoleMap()
+    assert sample.sorted_reads(_file(sample, "phases/inner.yml"))["given"] == \
+        {"__deploy_mode": ["roles/deploy/tasks/main.yml"]}
+    assert sample.sorted_reads(_file(sample, "main.yml")) == \
+        {"facts": {}, "given": {}, "lazy": {}, "inputs": [], "inventory": []}  # a local of its block
+
+
+def test_a_template_that_does_not_parse_names_its_file(tmp_path, role_map, monkeypatch):
+    _write(tmp_path, {"roles/deploy/tasks/main.yml": """
+        ---
+        - name: Broken
+          ansible.builtin.debug:
+            msg: "{{ deploy_mode | }}"
+        """})
+    monkeypatch.setattr(role_map, "ROOT", str(tmp_path))
+    with pytest.raises(ValueError, match="roles/deploy/tasks/main.yml: a template does not parse"):
+        role_map.RoleMap()
