@@ -750,7 +750,7 @@ def role_map_page(role_map=None):
     runners = _runners(role_map)
     out += ["## Entry points", "", "| entry point | run by | includes, in order |", "| --- | --- | --- |"]
     for taskfile in role_map.entry_points():
-        top = [", ".join(short_path(p) for p in step["files"]) for step in _top_includes(taskfile.steps)]
+        top = [" or ".join(short_path(p) for p in step["files"]) for step in _top_includes(taskfile.steps)]
         out.append("| %s | %s | %s |" % (link(taskfile.path), cell(", ".join(runners.get(taskfile.path, []))
                                                                    or "the role's callers"), cell(" -> ".join(top))))
     out.append("")
