@@ -68,7 +68,7 @@ def rollback(params, check_mode, diff, on_progress=None):
             deployer, params["namespace"], key, to_version=params.get("rollback_to"),
             converter=converter(params, discovery), restore_cluster_scoped=bool(params.get("restore_cluster_scoped"))))
         out = apply_task.result_dict(result, diff)
-        out.update(listing(deployer.store(params["namespace"], key)))
+        out.update(listing(deployer.context.store(params["namespace"], key)))
         return out
     finally:
         kube.close()
