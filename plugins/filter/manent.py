@@ -74,11 +74,16 @@ def _header(header, wave_by):
     return [wave_by if cell is None else cell for cell in header]
 
 
-def _int(value):
+def as_int(value):
+    """A whole number as Jinja's ``int`` filter reads it (``"2"``, ``2.7`` and ``"2.5"`` are 2); 0 for what is not a
+    number. How the filters here and in manent_checks.py read numbers from variables and results."""
     try:
         return int(value)
-    except (TypeError, ValueError):
-        return 0
+    except (TypeError, ValueError, OverflowError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return 0
 
 
 def manent_seconds(duration, name="duration"):
@@ -127,7 +132,7 @@ def manent_summary_lines(summary, group_over=GROUP_OVER):
     """One row per cluster of ``summary`` ({host: result}), then a note per message or unverified objects. Over
     ``group_over`` clusters, one row per outcome instead (manent_summary_groups)."""
     summary = {host: result or {"status": "not started"} for host, result in (summary or {}).items()}
-    if len(summary) > _int(group_over):
+    if len(summary) > as_int(group_over):
         return manent_summary_groups(summary)
     rows, notes = [SUMMARY_HEADER], []
     for host, result in summary.items():
@@ -135,7 +140,7 @@ def manent_summary_lines(summary, group_over=GROUP_OVER):
         note = result.get("message") or _analysis_note(result)
         if note:
             notes.append("%s: %s" % (host, note))
-        if _int(result.get("objects_skipped", 0)) > 0:
+        if as_int(result.get("objects_skipped", 0)) > 0:
             notes.append("%s: %s objects not verifiable in check mode" % (host, result["objects_skipped"]))
         if _namespace_created(result):
             notes.append("%s: %s" % (host, _namespace_created(result)))
@@ -161,7 +166,7 @@ def manent_summary_groups(summary):
         note = result.get("message") or _analysis_note(result)
         if note:
             messages.setdefault(str(note), []).append(host)
-        if _int(result.get("objects_skipped", 0)) > 0:
+        if as_int(result.get("objects_skipped", 0)) > 0:
             skipped.setdefault(str(result["objects_skipped"]), []).append(host)
         if _namespace_created(result):
             messages.setdefault(_namespace_created(result), []).append(host)
@@ -230,8 +235,8 @@ def manent_cluster_result(outcome, base, render=None, failed=False, version=""):
         "changed": bool(outcome.get("changed", False)),
         "version": _version(outcome, details, version if failed else ""),
         "previous": str(details.get("previous") or ""),
-        "objects": _int(details.get("objects", 0)),
-        "objects_skipped": _int(details.get("objects_skipped", 0)),
+        "objects": as_int(details.get("objects", 0)),
+        "objects_skipped": as_int(details.get("objects_skipped", 0)),
         "counts": dict(_mapping(outcome.get("counts"))),
         "pruned": list(pruned),
         "hooks_skipped": list(hooks),

@@ -23,23 +23,12 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import Undefined
 
-from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges
+from ansible_collections.manent.kubernetes.plugins.filter.manent import as_int, host_ranges
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import digest_problem
 
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
 DEFAULT_PORT = 6443
-
-
-def _int(value):
-    """Jinja's ``int``: 0 for what is not a whole number."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _text(value):
@@ -58,9 +47,9 @@ def _common(v):
          "is empty and the artifact has no name; set the application of the release key"),
         ("deploy_namespace", bool(NAMESPACE.match(namespace)),
          "'%s' is not a namespace name (lowercase letters, digits and '-', at most 63)" % namespace),
-        ("deploy_keep_releases", _int(v.get("keep_releases")) >= 2,
+        ("deploy_keep_releases", as_int(v.get("keep_releases")) >= 2,
          "must be at least 2 (history needs the release in service and the one before it)"),
-        ("deploy_parallel", _int(v.get("parallel")) >= 1, "must be at least 1"),
+        ("deploy_parallel", as_int(v.get("parallel")) >= 1, "must be at least 1"),
         ("deploy_wait_timeout", bool(DURATION.match(_text(v.get("wait_timeout")))),
          "'%s' is not a duration; use seconds or e.g. 90s, 5m, 1m30s" % _text(v.get("wait_timeout"))),
         ("deploy_wave_by", v.get("wave_by") in ("region", "az"), "must be region or az"),
@@ -95,7 +84,7 @@ def _artifact(v):
 
 
 def _apply(v):
-    return [("deploy_concurrency", _int(v.get("concurrency")) >= 0,
+    return [("deploy_concurrency", as_int(v.get("concurrency")) >= 0,
              "must be at least 1, or 0 for manent_apply's default")]
 
 
@@ -189,7 +178,7 @@ def cluster_url(server, port=DEFAULT_PORT):
     rest = server[len("https://"):] if server.lower().startswith("https://") else server
     authority, _sep, path = rest.partition("/")
     if ":" not in authority and not authority.startswith("["):
-        authority = "%s:%s" % (authority, _int(port) or DEFAULT_PORT)
+        authority = "%s:%s" % (authority, as_int(port) or DEFAULT_PORT)
     return "https://%s%s" % (authority.lower(), "/" + path if path else "")
 
 

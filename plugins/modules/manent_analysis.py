@@ -450,12 +450,12 @@ preflight:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import analysis_task as task
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import analysis_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=task.argument_spec(), supports_check_mode=True)
-    task.module_main(module)
+    module = AnsibleModule(argument_spec=analysis_task.argument_spec(), supports_check_mode=True)
+    analysis_task.module_main(module)
 
 
 if __name__ == "__main__":

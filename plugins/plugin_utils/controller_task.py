@@ -14,7 +14,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     error_message, names_of, validation_message)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine import progress
@@ -86,7 +86,7 @@ def run(action, task_vars, name, argument_spec, task):
         for line in reporter.lines(workloads):
             display.display("%s [%s]: %s" % (name, host, line))
 
-    warnings = mc.connection_warnings(validation.validated_parameters)
+    warnings = common.connection_warnings(validation.validated_parameters)
     with stopping.stopping():  # a stopped run: the task cleans up, then the worker ends (plugin_utils/stopping.py)
         try:
             out = task(validation.validated_parameters, bool(action._play_context.check_mode),

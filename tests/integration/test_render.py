@@ -244,7 +244,7 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     reads discovery and the version from the API server, the second only from the cache kept with them. Each
     reads the release in service (the history locator, one GET): live state, never cached."""
     from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import locator_name
-    from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
     from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
     from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import render_task
 
@@ -259,8 +259,8 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
     path, sha = write(tmp_path, [DEPLOY, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}])
 
     class Task:  # the task parameters
-        params = {name: spec.get("default") for name, spec in mc.argument_spec(
-            mc.RELEASE_SPEC, render_task.RENDER_SPEC).items()}
+        params = {name: spec.get("default") for name, spec in common.argument_spec(
+            common.RELEASE_SPEC, render_task.RENDER_SPEC).items()}
         params.update(api_server=cluster.url, token="file:" + os.path.join(cluster.dir, "admin.token"),
                       ca_file=cluster.ca_file, application="shop", environment="prod", namespace="shop-prod",
                       artifact=path, artifact_sha256=sha, version="1.0.0", work_dir=str(tmp_path / "work"))
@@ -271,7 +271,7 @@ def test_a_second_render_within_the_discovery_ttl_sends_no_request(cluster, tmp_
 
     first = render_task.run(Task.params)
     assert ("GET", "/version") in sent and any(p in ("/api", "/apis") for _m, p in sent), sent
-    locator = "/api/v1/namespaces/shop-prod/configmaps/" + locator_name(mc.release_key(Task.params))
+    locator = "/api/v1/namespaces/shop-prod/configmaps/" + locator_name(common.release_key(Task.params))
     assert ("GET", locator) in sent, sent
     sent.clear()
     second = render_task.run(Task.params)
@@ -286,7 +286,7 @@ def test_legacy_discovery_reads_the_same_kinds_as_aggregated(cluster, monkeypatc
     """Servers without aggregated discovery (older clusters) are read through one document per group version, all
     at once. This server, asked for plain JSON, answers that way: the kinds found must be those of aggregated
     discovery (built-in groups compared: other tests add and remove CRDs meanwhile)."""
-    from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import discovery as disc
+    from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import discovery
 
     def builtin(found):
         return {(r.group, r.version, r.kind, r.plural, r.namespaced) for r in found.resources().values()
@@ -294,7 +294,7 @@ def test_legacy_discovery_reads_the_same_kinds_as_aggregated(cluster, monkeypatc
 
     aggregated = Discovery(cluster.kube)
     expected = builtin(aggregated)
-    monkeypatch.setattr(disc, "AGGREGATED_ACCEPT", "application/json")
+    monkeypatch.setattr(discovery, "AGGREGATED_ACCEPT", "application/json")
     legacy = Discovery(cluster.kube)
     assert builtin(legacy) == expected
     assert (aggregated.source, legacy.source) == ("aggregated", "legacy")

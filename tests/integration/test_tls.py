@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.base import tls
 
 from tests.integration.playbook_helpers import run_playbook, shop_vars, write_inventory
@@ -117,7 +117,7 @@ def test_role_warns_once_per_cluster_whose_certificate_is_not_verified(clusters,
         text = " ".join(run.output.split())  # a long warning may be wrapped over lines
 
         def warned(url):  # how often the warning naming url was shown: its text up to the server and the space after
-            return text.count(mc.INSECURE_WARNING.split("%s", 1)[0] + url + " ")
+            return text.count(common.INSECURE_WARNING.split("%s", 1)[0] + url + " ")
         assert warned(unverified.url) == 1, run.explain()
         assert warned(verified.url) == 0, run.explain()
     except BaseException:

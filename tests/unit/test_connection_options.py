@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import apply_task
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.concurrency import CONCURRENCY
@@ -30,4 +30,4 @@ def test_one_default_for_requests_at_once():
                                               (40, 40)])
 def test_a_connection_is_kept_for_each_request_sent_at_once(concurrency, pool):
     params = dict(PARAMS, concurrency=concurrency) if concurrency is not None else dict(PARAMS)
-    assert mc.connection(params).pool_size == pool
+    assert common.connection(params).pool_size == pool

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
 
@@ -53,7 +53,7 @@ def _insecure(result):
 
 
 def test_a_task_with_tls_verification_off_warns_once_on_success_and_on_failure():
-    expected = mc.INSECURE_WARNING % SERVER
+    expected = common.INSECURE_WARNING % SERVER
     for fail in (False, True):
         result = controller_task.run(_action(api_server=SERVER, insecure_skip_tls_verify=True, fail=fail), {},
                                      "manent_apply", SPEC, _task)
@@ -69,7 +69,7 @@ def test_a_task_without_partial_result_warns_once_too():
         result = controller_task.run(_action(api_server=SERVER, insecure_skip_tls_verify=True, fail=fail), {},
                                      "manent_history", SPEC, _plain_task)
         assert bool(result.get("failed")) is fail, result
-        assert _insecure(result) == [mc.INSECURE_WARNING % SERVER], result
+        assert _insecure(result) == [common.INSECURE_WARNING % SERVER], result
         assert ("a task warning" in result["warnings"]) is not fail
 
 

@@ -18,7 +18,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import analysis_task
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic import story
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import TrafficResult
 from tests.unit.analysis_fakes import START, TOKEN, FakePrometheus, answer, params
@@ -168,22 +168,22 @@ def test_the_story_of_a_failed_deploy_and_rollback():
 
 def test_told_records_the_outcome_of_a_deploy_and_its_failure():
     kube = FakeKube()
-    assert mc.told(kube, False, result).release == "1.2.4"
+    assert common.told(kube, False, result).release == "1.2.4"
     failed = result(status="failed")
 
     def failing():
         raise ManentError("rollout failed", partial=failed)
     with pytest.raises(ManentError):
-        mc.told(kube, False, failing)
+        common.told(kube, False, failing)
     reasons = [kwargs["body"]["reason"] for _m, _p, kwargs in kube.calls]
     assert reasons == ["Deployed", "DeployFailed"]
     assert kube.calls[1][2]["body"]["type"] == "Warning"
-    mc.told(kube, True, result)  # check mode
+    common.told(kube, True, result)  # check mode
     assert len(kube.calls) == 2
 
 
 def test_a_refused_event_leaves_the_deploy_successful_with_one_warning():
-    deployed = mc.told(Refusing(), False, result)
+    deployed = common.told(Refusing(), False, result)
     assert deployed.status == "deployed" and len(deployed.warnings) == 1
 
 

@@ -14,7 +14,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset
     CONFIGURED, CREATED, UNCHANGED, Change)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
-    FilterModule, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
+    FilterModule, as_int, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
     manent_history_lines, manent_run,
     manent_seconds, manent_summary_lines, manent_table, manent_traffic_rows)
 
@@ -32,6 +32,12 @@ def test_table_aligns_columns_and_trims_the_end():
                                            (7, 7), ("1h", 3600)])
 def test_seconds(text, seconds):
     assert manent_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("value, number", [(3, 3), ("3", 3), (2.7, 2), ("2.5", 2), (" 4 ", 4), (True, 1), ("", 0),
+                                           (None, 0), ("three", 0), ([], 0), (float("inf"), 0)])
+def test_numbers_read_as_jinja_int_reads_them(value, number):
+    assert as_int(value) == number
 
 
 def test_seconds_rejects_a_bad_duration_naming_it():

@@ -19,7 +19,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
 from ansible_collections.manent.kubernetes.plugins.module_utils.render import artifact
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions, verify_binary
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import (
-    apply_task, common as mc, history_task, render_task, traffic_task)
+    apply_task, common, history_task, render_task, traffic_task)
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.analysis_task import ANALYSIS_SPEC
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     error_message, subject_name, validation_message)
@@ -109,7 +109,7 @@ class _Module:
 def test_module_path_names_the_role_variable_once():
     module = _Module({"option_names": NAMES})
     with pytest.raises(SystemExit):
-        mc.fail(module, RenderError("not found", subject="helm_command"))
+        common.fail(module, RenderError("not found", subject="helm_command"))
     assert module.failed["msg"] == "deploy_helm_command: not found"
 
 

@@ -13,7 +13,7 @@ import yaml
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.manifests import parse
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.variables import (
-    builtin_values, references, substitute)
+    builtin_values, substitute)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "artifact")
 VALUES = {"A": "1", "B": "two", "REPLICAS": "3"}
@@ -42,10 +42,6 @@ def test_substitution_happens_before_yaml_so_values_become_numbers():
 def test_value_is_inserted_verbatim_once():
     # a value that itself looks like a reference is not expanded again
     assert substitute("${A}", {"A": "${B}", "B": "no"}) == "${B}"
-
-
-def test_references_lists_names_once_in_order():
-    assert references("${B} ${A} $${C} ${B} ${D:-x}") == ["B", "A"]
 
 
 def test_builtin_values():

@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import (
     ApplyError, HistoryError, Interrupted)
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.context import DeployContext
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.write import Writer
 
@@ -37,9 +38,7 @@ class Store:
 
 
 def _writer():
-    deployer = types.SimpleNamespace(kube=None, discovery=None, options=None, reader=None, applier=None,
-                                     deleter=None, apply_group=None, prune=None)
-    return Writer(deployer)
+    return Writer(DeployContext(kube=None, discovery=None, reader=None, applier=None, deleter=None, options=None))
 
 
 def _plan(store, saved=True, saving=True, deployment="d2"):

@@ -22,7 +22,6 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis import 
 from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.results import Result, Series
 
 SUCCESSFUL, FAILED, INCONCLUSIVE, ERROR, SKIPPED = "Successful", "Failed", "Inconclusive", "Error", "Skipped"
-OUTCOMES = (SUCCESSFUL, FAILED, INCONCLUSIVE, ERROR)
 NO_DATA_OUTCOMES = {"fail": FAILED, "inconclusive": INCONCLUSIVE, "pass": SUCCESSFUL, "retry": SKIPPED}
 ROLE_TEXT = {"query": "query", "baseline": "baseline query", "traffic_floor": "traffic floor query"}
 

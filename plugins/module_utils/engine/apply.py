@@ -37,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules import lifecycle
+from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import TIER_CRDS, TIER_NAMESPACES, tiers
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import crds
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import (
     CREATED, CONFIGURED, RECREATED, SKIPPED, UNCHANGED, Change)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
@@ -231,6 +233,17 @@ class Applier:
                 changes.append(applied[key])
         if errors:
             raise ApplyError("%d object(s) failed to apply:\n- %s" % (len(errors), "\n- ".join(group_failures(errors))))
+
+    def apply_group(self, objects, changes):
+        """One weight group of a stage, tier by tier, as :meth:`apply_tier` (the Namespaces are applied before the
+        stages, so that tier is left out); the CRDs of a group are waited for until Established and served
+        (crds.py), unless in check mode, before the tiers that may hold their resources."""
+        for tier, objs in tiers(objects):
+            if tier == TIER_NAMESPACES:
+                continue
+            self.apply_tier(objs, changes)
+            if tier == TIER_CRDS and not self.options.dry_run:
+                crds.wait_established(self.reader, self.discovery, objs, self.options.established_timeout)
 
     def _check_one(self, obj, force=False):
         """Dry-run apply (without force unless ``force``); None when the server would accept it, when a delete

@@ -2,9 +2,9 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One deploy of one bundle to one cluster (docs/requirements.md §7 steps 3-6, §10); :class:`Deployer` is the public
-entry, for rollback (rollback.py) and prune (prune.py) too. It wires the connection, the applier and the deleter,
-and hands a deploy to the planner (plan.py), then to the writer (write.py) or, in check mode, the dry run
-(dry_run.py).
+entry, for rollback (rollback.py) too. It builds the connection's live reader, applier and deleter once, in a
+:class:`DeployContext` (context.py), and hands a deploy to the planner (plan.py), then to the writer (write.py) or,
+in check mode, the dry run (dry_run.py), each working with that context.
 
 Order: validate (credentials, version, record size, objects of another release: see owners.py) ->
 Namespaces -> a dry run of every object that will be written (Applier.verify: a refusal stops the deploy
@@ -34,17 +34,16 @@ from dataclasses import dataclass, field
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import default_holder
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
-from ansible_collections.manent.kubernetes.plugins.module_utils.engine import crds, prune, rollback
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine import rollback
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import Applier, ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.carry import carry_release_annotations
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset import change_warnings
+from ansible_collections.manent.kubernetes.plugins.module_utils.engine.context import DeployContext
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.delete import DeleteOptions, Deleter
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.dry_run import DryRun
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.plan import Planner, slot_rerun_result
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.write import Writer
-from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
-from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering import TIER_CRDS, TIER_NAMESPACES, tiers
 
 __all__ = ("Deployer", "DeployOptions", "DeployResult", "carry_release_annotations", "change_warnings",
            "default_holder")
@@ -66,60 +65,40 @@ class DeployOptions:
 
 
 class Deployer:
-    """Deploys bundles to one cluster: ``deploy`` (plan, then write or dry run), ``prune``, ``rollback``."""
+    """Deploys bundles to one cluster: ``deploy`` (plan, then write or dry run) and ``rollback``. The live reader,
+    applier and deleter are built once, in its :class:`DeployContext` (context.py), which the planner, the writer
+    and the dry run work with."""
 
     def __init__(self, kube, discovery, options=None):
-        self.kube = kube
-        self.discovery = discovery
-        self.options = options or DeployOptions()
-        apply_options = self.options.apply
-        self.reader = LiveReader(kube, discovery, apply_options.concurrency)
-        self.deleter = Deleter(kube, discovery, self.reader, DeleteOptions(
-            dry_run=apply_options.dry_run, timeout=apply_options.delete_timeout))
-        self.applier = Applier(kube, discovery, apply_options, reader=self.reader, deleter=self.deleter)
-
-    @property
-    def dry_run(self):
-        return self.options.apply.dry_run
-
-    def store(self, namespace, key):
-        return HistoryStore(self.kube, namespace, key, holder=self.options.holder or default_holder())
+        options = options or DeployOptions()
+        reader = LiveReader(kube, discovery, options.apply.concurrency)
+        deleter = Deleter(kube, discovery, reader, DeleteOptions(dry_run=options.apply.dry_run,
+                                                                 timeout=options.apply.delete_timeout))
+        applier = Applier(kube, discovery, options.apply, reader=reader, deleter=deleter)
+        self.context = DeployContext(kube=kube, discovery=discovery, reader=reader, applier=applier, deleter=deleter,
+                                     options=options)
 
     def deploy(self, bundle, phase=None, previous_objects=None, replaced=None, anchor=True):
         """Deploy ``bundle``. ``previous_objects`` overrides what it may prune (default: from history),
         ``replaced`` the release recorded as replaced (default: the one in service); without ``anchor`` its record
         is written without anchoring it (history/anchor.py: a rollback of a record the anchor did not vouch for)."""
-        planner = Planner(self)
+        context = self.context
+        planner = Planner(context)
         plan = planner.plan(bundle, phase, previous_objects, replaced)
         plan.store.anchor_records(anchor)
         if plan.slot_rerun:
-            return slot_rerun_result(plan, self.dry_run)
+            return slot_rerun_result(plan, context.dry_run)
         try:
             planner.check(plan)
-            if not self.dry_run and not plan.noop:
+            if not context.dry_run and not plan.noop:
                 plan.store.prepare_record(bundle.release, bundle.objects, plan.meta)  # size check before writing
-            if self.dry_run:
-                return DryRun(self).run(plan)
-            return Writer(self).write(plan)
+            if context.dry_run:
+                return DryRun(context).run(plan)
+            return Writer(context).write(plan)
         finally:
-            self.applier.known.forget_snapshot()
-            self.applier.known.forget_absent()
-            self.applier.applied.clear()
-
-    def apply_group(self, objects, changes):
-        """One weight group of a stage, tier by tier (Namespaces were applied first); CRDs until Established."""
-        for tier, objs in tiers(objects):
-            if tier == TIER_NAMESPACES:
-                continue
-            self.applier.apply_tier(objs, changes)
-            if tier == TIER_CRDS and not self.dry_run:
-                crds.wait_established(self.reader, self.discovery, objs, self.options.apply.established_timeout)
-
-    def prune(self, old_objects, new_objects, key, result=None):
-        """Delete objects of the previous release that the new one no longer has (prune.py), those whose live copy
-        carries the labels of release ``key``; their refs."""
-        return prune.prune(self.deleter, old_objects, new_objects, key, changes=result.changes if result else None,
-                           diff=self.options.apply.diff, salt=self.options.apply.salt)
+            context.applier.known.forget_snapshot()
+            context.applier.known.forget_absent()
+            context.applier.applied.clear()
 
     def rollback(self, namespace, key, to_version=None):
         """Re-apply the stored objects of the previous release (or ``to_version``): rollback.py, docs/requirements.md

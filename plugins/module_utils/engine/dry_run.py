@@ -19,11 +19,10 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering i
 
 
 class DryRun:
-    """Checks planned deploys with the connection, applier and options of one Deployer (engine/deploy.py)."""
+    """Checks planned deploys with the connection, applier and options of a DeployContext (context.py)."""
 
-    def __init__(self, deployer):
-        self.kube, self.discovery, self.options = deployer.kube, deployer.discovery, deployer.options
-        self.applier, self.apply_group, self.prune = deployer.applier, deployer.apply_group, deployer.prune
+    def __init__(self, context):
+        self.context = context
 
     def run(self, plan):
         result, timings = plan.result, {}
@@ -31,16 +30,17 @@ class DryRun:
         checkable, skipped = self._verifiable(plan.bundle, plan.selected)
         verifiable = {id(obj) for obj in checkable}
         try:
-            self.applier.apply_tier([o for o in checkable if tier_of(o) == TIER_NAMESPACES], result.changes)
+            self.context.applier.apply_tier([o for o in checkable if tier_of(o) == TIER_NAMESPACES], result.changes)
             for stage in plan.stages:
                 for _weight, objs in stage.groups:
-                    self.apply_group([o for o in objs if id(o) in verifiable], result.changes)
+                    self.context.applier.apply_group([o for o in objs if id(o) in verifiable], result.changes)
                 stages.would_delete(stage, result.changes)
             for obj, why in skipped:
                 result.changes.append(Change(ref(obj), SKIPPED, reason="not verifiable in check mode: %s" % why))
             result.objects_skipped = len(skipped)
-            if self.options.prune:
-                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key, result)
+            if self.context.options.prune:
+                result.pruned = self.context.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key,
+                                                   result)
             result.status = "checked"
         except ManentError as exc:
             result.status = "failed"
@@ -57,7 +57,7 @@ class DryRun:
         """(objects a dry run can check, [(object, why not)]): not those in Namespaces or of kinds (CRDs) that
         the release itself creates."""
         new_namespaces = self._new_namespaces(bundle, selected)
-        new_kinds = {kind for kind in crd_kinds(selected) if not self.discovery.served(*kind)}
+        new_kinds = {kind for kind in crd_kinds(selected) if not self.context.discovery.served(*kind)}
         checkable, skipped = [], []
         for obj in selected:
             if namespace_of(obj) in new_namespaces:
@@ -72,9 +72,9 @@ class DryRun:
     def _new_namespaces(self, bundle, selected):
         """Namespaces the deploy would create (create_namespace, Namespace objects) that do not exist yet."""
         out = set()
-        if self.options.create_namespace:
+        if self.context.options.create_namespace:
             try:
-                self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace)
+                self.context.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace)
             except NotFoundError:
                 out.add(bundle.namespace)
             except ApiError:
@@ -82,7 +82,7 @@ class DryRun:
         for obj in selected:
             if obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
                 try:
-                    self.kube.get_json("/api/v1/namespaces/%s" % obj["metadata"]["name"])
+                    self.context.kube.get_json("/api/v1/namespaces/%s" % obj["metadata"]["name"])
                 except NotFoundError:
                     out.add(obj["metadata"]["name"])
         return out

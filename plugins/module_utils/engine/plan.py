@@ -59,21 +59,19 @@ class Plan:
 
 
 class Planner:
-    """Plans the deploys of one Deployer (engine/deploy.py), whose connection, applier and options it uses."""
+    """Plans deploys with the connection, reader, applier and options of a DeployContext (context.py)."""
 
-    def __init__(self, deployer):
-        self.kube, self.discovery, self.options = deployer.kube, deployer.discovery, deployer.options
-        self.reader, self.applier, self.store = deployer.reader, deployer.applier, deployer.store
-        self.dry_run = deployer.dry_run
+    def __init__(self, context):
+        self.context = context
 
     def plan(self, bundle, phase, previous_objects, replaced):
         started = time.monotonic()
-        store = self.store(bundle.namespace, bundle.release.key)
+        store = self.context.store(bundle.namespace, bundle.release.key)
         # Three independent reads sent together (one round trip, not three, over a distant link). Their errors
         # come in this order: the version's first (credentials and reachability), then the namespace's, then
         # history's. The locator is one read: the release in service and the traffic candidate.
-        _version, create_ns, located = together(self.kube.version, lambda: self._release_namespace(bundle, store),
-                                                store.locator)
+        _version, create_ns, located = together(self.context.kube.version,
+                                                lambda: self._release_namespace(bundle, store), store.locator)
         located = located or {}
         current = store.in_service(located)
         same = same_release(current, located, bundle) and phase != ROLLBACK
@@ -84,14 +82,15 @@ class Planner:
                               previous=(current or {}).get("version", ""), phase=phase,
                               warnings=list(bundle.warnings) + hook_warnings(bundle), slot=bundle.slot,
                               record=record_name(bundle.release.key, bundle.release.version),
-                              hooks_skipped=list(bundle.hooks_skipped), host=getattr(self.kube, "url", ""))
+                              hooks_skipped=list(bundle.hooks_skipped), host=getattr(self.context.kube, "url", ""))
         if previous_objects is None:
             previous_objects = prune.candidates(store, current, secrets=any(is_secret(o) for o in bundle.objects),
                                                 candidate=located.get("candidate"))
         if bundle.slot:  # a candidate's deploy never prunes the stable slot's (or an un-slotted release's) workloads
             previous_objects = slots.prunable_by(previous_objects, bundle.slot)
         carry_release_annotations(bundle.objects, previous_objects)
-        self.applier.known.use_baseline(previous_objects)  # objects equal to these may need no apply (unchanged.py)
+        # objects equal to these may need no apply (unchanged.py)
+        self.context.applier.known.use_baseline(previous_objects)
         # A rerun of the release in service writes no history, unless it rendered objects differently from their
         # stored copies: those are applied again, and the record must hold what is live, or a rollback to this
         # version would restore the first rendering.
@@ -117,13 +116,13 @@ class Planner:
                (o.get("metadata") or {}).get("name") == bundle.namespace for o in bundle.objects):
             return False
         try:
-            store.know_namespace(self.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace,
-                                                    subject="Namespace/%s" % bundle.namespace))
+            store.know_namespace(self.context.kube.get_json("/api/v1/namespaces/%s" % bundle.namespace,
+                                                            subject="Namespace/%s" % bundle.namespace))
             return False
         except ApiError as exc:
             if exc.status != 404:  # e.g. 403 for a namespace-scoped Role: it cannot tell, so it goes on
                 return False
-            if self.options.create_namespace:
+            if self.context.options.create_namespace:
                 return True
             raise InputError("the release namespace %s does not exist" % bundle.namespace,
                              subject="Namespace/%s" % bundle.namespace,
@@ -134,14 +133,15 @@ class Planner:
         """The checks before any write, in check mode too. All three only read (LISTs, access reviews), so they are
         sent together; an object of another release is reported before a missing permission. The third learns
         which objects do not exist yet, for every tier at once (Applier.list_absent)."""
-        candidates = self.applier.known.candidates(plan.selected)  # objects that may be unchanged, decided once
+        # the objects that may be unchanged, decided once
+        candidates = self.context.applier.known.candidates(plan.selected)
         together(lambda: self._check_owners(plan, candidates), lambda: self._check_access(plan),
                  lambda: self._list_absent(plan, candidates))
 
     def _check_access(self, plan):
         """Every object of this phase may be written by these credentials (access.py), before the first write."""
         try:
-            access.check(self.kube, self.discovery, plan.selected)
+            access.check(self.context.kube, self.context.discovery, plan.selected)
         except ManentError as exc:
             plan.result.status = "failed"
             exc.partial = plan.result
@@ -153,18 +153,18 @@ class Planner:
         listed with this release's labels, and the tiers decide from them until the first write."""
         result, key = plan.result, plan.bundle.release.key
         try:
-            snapshot = self.applier.known.take_snapshot(candidates)
-            result.adopted = owners.check(self.reader, plan.selected, key, adopt=self.options.adopt,
+            snapshot = self.context.applier.known.take_snapshot(candidates)
+            result.adopted = owners.check(self.context.reader, plan.selected, key, adopt=self.context.options.adopt,
                                           rollback=plan.phase == ROLLBACK, known=snapshot.live if snapshot else None)
         except ManentError as exc:
             result.status = "failed"
             exc.partial = result
             raise
-        result.warnings.extend(owners.warnings(result.adopted, key, self.dry_run))
+        result.warnings.extend(owners.warnings(result.adopted, key, self.context.dry_run))
 
     def _list_absent(self, plan, candidates):
         """Which objects of the tiers after the Namespaces do not exist yet (Applier.list_absent)."""
-        self.applier.known.list_absent([o for o in plan.selected if tier_of(o) != TIER_NAMESPACES], candidates)
+        self.context.applier.known.list_absent([o for o in plan.selected if tier_of(o) != TIER_NAMESPACES], candidates)
 
 
 def crd_kinds(objects):

@@ -44,35 +44,36 @@ def rollback(deployer, namespace, key, to_version=None, converter=None, restore_
     ``converter`` (apiconvert.Converter: the user's API mappings, drop_removed) defaults to discovery alone.
     ``restore_cluster_scoped``: write the record's cluster-scoped objects as stored even when no anchor vouches
     for them (:func:`check_cluster_scoped`)."""
-    store = deployer.store(namespace, key)
+    context = deployer.context
+    store = context.store(namespace, key)
     current = _in_service(store, namespace)
     target, rolled_back = _target(store, current, to_version, namespace)
     meta, objects = store.load(target)
-    mapped, notes = map_for_cluster(objects, converter or deployer.discovery.served)  # before any change
+    mapped, notes = map_for_cluster(objects, converter or context.discovery.served)  # before any change
     failed_objects = store.load(rolled_back, secrets=False, strays=True)[1] if rolled_back else []
     kept, vouched = [], True
     if not restore_cluster_scoped:
-        failed_objects, kept, vouched = check_cluster_scoped(deployer, namespace, key, target, objects, mapped,
+        failed_objects, kept, vouched = check_cluster_scoped(context, namespace, key, target, objects, mapped,
                                                              failed_objects)
     result = deployer.deploy(rollback_bundle(key, namespace, target, meta, mapped), phase=lifecycle.ROLLBACK,
                              previous_objects=failed_objects, replaced=meta.get("replaced", ""), anchor=vouched)
     result.previous = rolled_back or current["version"]
     result.warnings.extend(notes)
-    if not deployer.dry_run and rolled_back:
+    if not context.dry_run and rolled_back:
         store.mark(rolled_back, "rolled-back")
-    if kept and deployer.options.prune:
-        _leave_for_next_deploy(store, deployer, result, kept, namespace, key, target, meta)
+    if kept and context.options.prune:
+        _leave_for_next_deploy(store, context.dry_run, result, kept, namespace, key, target, meta)
     return result
 
 
-def _leave_for_next_deploy(store, deployer, result, kept, namespace, key, target, meta):
+def _leave_for_next_deploy(store, dry_run, result, kept, namespace, key, target, meta):
     """Say which cluster-scoped objects the rollback did not prune (check_cluster_scoped) and list them in the
     restored record (as a failed redeploy lists its additions: Records.note_strays), so that the next deploy,
     whose artifact decides, prunes those it no longer has."""
     names = ", ".join(ref(obj) for obj in kept)
     why = ("not pruned, cluster-scoped: %s (the history in %s cannot vouch for the record of version %s, so a "
            "rollback does not take its word that they are gone from it)" % (names, namespace, target))
-    if deployer.dry_run:
+    if dry_run:
         result.warnings.append(why)
         return
     try:
@@ -121,7 +122,7 @@ def map_for_cluster(objects, cluster):
     return mapped, notes
 
 
-def check_cluster_scoped(deployer, namespace, key, version, stored, objects, previous):
+def check_cluster_scoped(context, namespace, key, version, stored, objects, previous):
     """What history cannot be trusted with in the rollback to ``version``: cluster-scoped objects, unless the
     record's anchor vouches for it (history/anchor.py). ``objects`` are the record's ``stored`` objects made
     usable on the cluster, ``previous`` those the rollback may prune.
@@ -133,18 +134,18 @@ def check_cluster_scoped(deployer, namespace, key, version, stored, objects, pre
     the record must not get it deleted, and the rollback must not anchor a record nothing vouched for.
     Cluster-scoped objects the record gives a namespace are never covered by the anchor; kinds the cluster does
     not serve count as cluster-scoped when they name no namespace."""
-    discovery = deployer.discovery
+    discovery = context.discovery
     wide = [obj for obj in objects if lifecycle.applies_in(obj, lifecycle.ROLLBACK) and _cluster_scoped(discovery, obj)]
     keep = {key_of(obj) for obj in objects}
     gone = [obj for obj in previous if key_of(obj) not in keep and lifecycle.prunable(obj)[0] and
             _cluster_scoped(discovery, obj)]
     if not wide and not gone:
         return previous, [], False  # not read: nothing cluster-scoped to write or prune
-    vouched = history_anchor.vouches(history_anchor.read(deployer.kube, namespace, key), version, stored)
+    vouched = history_anchor.vouches(history_anchor.read(context.kube, namespace, key), version, stored)
     if vouched:
         wide, gone = [obj for obj in wide if namespace_of(obj)], []
     served = [obj for obj in wide if discovery.served(obj.get("apiVersion"), obj.get("kind"))]
-    live = deployer.reader.read_many(served) if served else {}
+    live = context.reader.read_many(served) if served else {}
     differ = [obj for obj in wide if not holds(obj, live.get(key_of(obj)) or {})]
     if differ:
         names = ", ".join(ref(obj) for obj in differ[:5]) + (", ..." if len(differ) > 5 else "")

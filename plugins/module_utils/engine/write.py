@@ -21,12 +21,11 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.rules.ordering i
 
 
 class Writer:
-    """Writes planned deploys with the connection, applier, deleter and options of one Deployer (engine/deploy.py)."""
+    """Writes planned deploys with the connection, reader, applier, deleter and options of a DeployContext
+    (context.py)."""
 
-    def __init__(self, deployer):
-        self.kube, self.discovery, self.options = deployer.kube, deployer.discovery, deployer.options
-        self.reader, self.applier, self.deleter = deployer.reader, deployer.applier, deployer.deleter
-        self.apply_group, self.prune = deployer.apply_group, deployer.prune
+    def __init__(self, context):
+        self.context = context
 
     def write(self, plan):
         result, timings = plan.result, {"apply": 0.0, "wait": 0.0}
@@ -34,8 +33,9 @@ class Writer:
             timed(timings, "apply", self._open_release, plan)
             self._run_stages(plan, timings)
             t = time.monotonic()
-            if self.options.prune:
-                result.pruned = self.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key, result)
+            if self.context.options.prune:
+                result.pruned = self.context.prune(plan.previous_objects, plan.bundle.objects, plan.bundle.release.key,
+                                                   result)
             timings["prune"] = time.monotonic() - t
             self._finish_history(plan)
             result.status = "deployed" if plan.phase != ROLLBACK else "rolled-back"
@@ -53,18 +53,19 @@ class Writer:
         if plan.create_ns:
             ns_objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
                 "name": bundle.namespace, "labels": {MANAGED_BY: MANAGER}}})
-        self.applier.apply_tier(ns_objects, changes)
+        self.context.applier.apply_tier(ns_objects, changes)
         if plan.create_ns and any(c.subject == "Namespace/%s" % bundle.namespace and c.action == CREATED
                                   for c in changes):
             plan.result.namespace_created = bundle.namespace
         # every object that will be written, dry-run at once: a refusal stops the deploy before history or any
         # other object is written (a half-applied upgrade is what a failed deploy must not leave)
         others = [o for o in plan.selected if tier_of(o) != TIER_NAMESPACES]
+        served = self.context.discovery.served
         unverifiable = crd_kinds(plan.selected) | {(o.get("apiVersion"), o.get("kind")) for o in others
-                                                   if not self.discovery.served(o.get("apiVersion"), o.get("kind"))}
-        self.applier.verify(others, unverifiable=unverifiable)
+                                                   if not served(o.get("apiVersion"), o.get("kind"))}
+        self.context.applier.verify(others, unverifiable=unverifiable)
         if not plan.noop:
-            locked = store.acquire(break_lock=self.options.break_lock)
+            locked = store.acquire(break_lock=self.context.options.break_lock)
             plan.locked = True
             check_unchanged_since_plan(plan, locked)
             # The records to move to the current format are listed while this one is written (one round trip);
@@ -88,13 +89,14 @@ class Writer:
         result = plan.result
         post = any(stage.when == stages.POST for stage in plan.stages)
         for stage in plan.stages:
-            wait = self.options.wait or (stage.when == stages.MAIN and post)
+            wait = self.context.options.wait or (stage.when == stages.MAIN and post)
             result.stages.append(stage.summary("running"))
             try:
                 result.waited.extend(stages.run(
-                    stage, lambda objs: timed(timings, "apply", self.apply_group, objs, result.changes),
+                    stage,
+                    lambda objs: timed(timings, "apply", self.context.applier.apply_group, objs, result.changes),
                     lambda objs, when=stage.when: timed(timings, "wait", self._wait, objs, when),
-                    self.deleter, result.changes, wait=wait, applied=self.applier.applied))
+                    self.context.deleter, result.changes, wait=wait, applied=self.context.applier.applied))
             except ManentError:
                 result.stages[-1]["status"] = "failed"
                 raise
@@ -103,12 +105,13 @@ class Writer:
     def _wait(self, objects, when=stages.MAIN):
         """Wait for the objects of a stage group that stages.waited_in selects; the pods of running Jobs are
         remembered, so that a failed Job is explained even when its pods are gone."""
-        self.applier.known.forget_snapshot()  # the objects applied after this wait are read again
+        self.context.applier.known.forget_snapshot()  # the objects applied after this wait are read again
         # each round reads all objects together: one LIST per kind and namespace (LiveReader.read_many)
-        witness = stages.PodWitness(self.reader.get, lambda obj: pods_of(self.kube, obj), self.reader.read_many)
-        return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=self.options.wait_timeout,
-                        on_progress=self.options.on_progress, select=lambda obj: stages.waited_in(obj, when),
-                        fetch_many=witness.fetch_many, watch=self.reader)
+        reader, kube, options = self.context.reader, self.context.kube, self.context.options
+        witness = stages.PodWitness(reader.get, lambda obj: pods_of(kube, obj), reader.read_many)
+        return wait_for(objects, witness.fetch, list_pods=witness.list_pods, timeout=options.wait_timeout,
+                        on_progress=options.on_progress, select=lambda obj: stages.waited_in(obj, when),
+                        fetch_many=witness.fetch_many, watch=reader)
 
     def _finish_history(self, plan):
         """The release in service (or, for traffic, the candidate: in service only after manent_traffic
@@ -124,9 +127,10 @@ class Writer:
                 store.save_record(bundle.release, bundle.objects, plan.meta)
                 history["written"] = True
             store.promote(bundle.release, plan.replaced)
-        history["deleted"] = store.cleanup(self.options.keep_releases)
-        if self.options.helm_migrate_release and plan.phase == INSTALL:
-            history["helm_secrets_deleted"] = store.delete_helm_release_secrets(self.options.helm_migrate_release)
+        history["deleted"] = store.cleanup(self.context.options.keep_releases)
+        if self.context.options.helm_migrate_release and plan.phase == INSTALL:
+            history["helm_secrets_deleted"] = store.delete_helm_release_secrets(
+                self.context.options.helm_migrate_release)
 
     def _failed(self, plan, exc):
         result = plan.result

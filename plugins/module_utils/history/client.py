@@ -77,10 +77,6 @@ class HistoryClient:
         """True when this client's last read of ConfigMap ``name`` found none, and it wrote none since."""
         return name in self._absent
 
-    def forget(self, name):
-        self._seen.pop(name, None)
-        self._absent.discard(name)
-
     def known(self, name, action="read the release history"):
         """The last version of ConfigMap ``name`` this client read or wrote, else read now (None: absent)."""
         cm = self._seen.get(name)

@@ -45,15 +45,6 @@ def substitute(text, values):
     return _REFERENCE.sub(_replace, text)
 
 
-def references(text):
-    """Names of every ``${NAME}`` reference that :func:`substitute` would consider, in order of appearance."""
-    seen = []
-    for match in _REFERENCE.finditer(text):
-        if match.group(1) not in seen:
-            seen.append(match.group(1))
-    return seen
-
-
 def value_to_str(value, field):
     """Convert a parameter value to the text inserted in the manifest.
 

@@ -80,11 +80,9 @@ INSTALL = "install"
 UPGRADE = "upgrade"
 ROLLBACK = "rollback"
 PHASES = (INSTALL, UPGRADE, ROLLBACK)
-ALL_PHASES = frozenset(PHASES)
 
 # Stages of a phase: before the main objects, the main objects, after the main rollout (stages.py runs them).
 PRE, MAIN, POST = "pre", "main", "post"
-STAGES = (PRE, MAIN, POST)
 
 BEFORE_CREATION = "before-creation"
 BEFORE_CREATION_IF_IMMUTABLE = "before-creation-if-immutable"

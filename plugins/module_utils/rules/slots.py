@@ -102,12 +102,6 @@ def slot_name(name, slot):
     return "%s-%s" % (name, _check_slot(slot))
 
 
-def base_name(name, slot):
-    """``name`` without its ``-slot`` suffix; unchanged when it has none."""
-    suffix = "-" + _check_slot(slot)
-    return name[:-len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name
-
-
 def _kind_key(obj):
     return group_of(obj), obj.get("kind") or ""
 

@@ -27,7 +27,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.analysis.run imp
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES, Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     OPTION_NAMES_SPEC, error_message, names_of)
 
@@ -103,7 +103,7 @@ ANALYSIS_SPEC = {
     **OPTION_NAMES_SPEC,
 }
 # The cluster connection (the collection's action group), used only to record the verdict's Event (``events``).
-CLUSTER_SPEC = dict(mc.CONNECTION_SPEC, api_server={"type": "str"})
+CLUSTER_SPEC = dict(common.CONNECTION_SPEC, api_server={"type": "str"})
 
 REFERENCES = ("file:", "env:")  # base/credentials.py
 INSECURE_WARNING = ("TLS verification of Prometheus %s is turned off (provider.insecure_skip_tls_verify): anyone on "
@@ -249,7 +249,7 @@ def tell(params, out, check_mode, secrets):
         return
     kube = None
     try:
-        kube = Kube(mc.connection(params))
+        kube = Kube(common.connection(params))
         Recorder(kube, secrets=secrets).record(regarding, reason, note, out["warnings"])
     except Exception as exc:  # pylint: disable=broad-except  # best-effort: the verdict stands
         out["warnings"].append("the Kubernetes Event %s was not recorded: %s" % (reason, mask(str(exc), secrets)))

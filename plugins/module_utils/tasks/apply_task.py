@@ -10,7 +10,7 @@ still rolling out while it waits.
 
 from __future__ import annotations
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle import read
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.deploy import Deployer, DeployOptions
@@ -35,7 +35,7 @@ APPLY_SPEC = {
 
 
 def argument_spec():
-    return mc.argument_spec(APPLY_SPEC)
+    return common.argument_spec(APPLY_SPEC)
 
 
 def deploy_options(params, check_mode, diff, on_progress=None):
@@ -60,9 +60,9 @@ def deploy(params, check_mode, diff, on_progress=None):
     """Deploy the bundle named by ``params``; its DeployResult (raises ManentError)."""
     options = deploy_options(params, check_mode, diff, on_progress)
     bundle = read(params["bundle"])
-    kube, discovery = mc.open_cluster(params)
+    kube, discovery = common.open_cluster(params)
     try:
-        return mc.told(kube, check_mode, lambda: Deployer(kube, discovery, options).deploy(bundle))
+        return common.told(kube, check_mode, lambda: Deployer(kube, discovery, options).deploy(bundle))
     finally:
         kube.close()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history import retention_rule
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apiconvert import Converter
 from ansible_collections.manent.kubernetes.plugins.module_utils.rules.apimappings import load_mappings
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.apply import ApplyOptions
@@ -38,16 +38,16 @@ HISTORY_SPEC = {
 
 
 def argument_spec():
-    return mc.argument_spec(mc.RELEASE_SPEC, HISTORY_SPEC)
+    return common.argument_spec(common.RELEASE_SPEC, HISTORY_SPEC)
 
 
 def run(params, check_mode=False, diff=False, on_progress=None):
     """One operation of the task on the release key of ``params``; its result (raises ManentError)."""
     if params["operation"] == "rollback":
         return rollback(params, check_mode, diff, on_progress=on_progress)
-    kube, discovery = mc.open_cluster(params)
+    kube, discovery = common.open_cluster(params)
     try:
-        store = HistoryStore(kube, params["namespace"], mc.release_key(params), holder=default_holder())
+        store = HistoryStore(kube, params["namespace"], common.release_key(params), holder=default_holder())
         out = operate(store, discovery, kube, params["operation"], check_mode, params["break_lock"],
                       convert=converter(params, discovery))
         out.update(listing(store))
@@ -60,15 +60,15 @@ def rollback(params, check_mode, diff, on_progress=None):
     """Roll the release key of ``params`` back (engine/rollback.py); the result: the DeployResult, the per-object
     diffs in diff mode, then the release in service and the records. Raises ManentError."""
     options = dataclasses.replace(deploy_options(params, check_mode, diff), on_progress=on_progress)
-    key = mc.release_key(params)
-    kube, discovery = mc.open_cluster(params)
+    key = common.release_key(params)
+    kube, discovery = common.open_cluster(params)
     try:
         deployer = Deployer(kube, discovery, options)
-        result = mc.told(kube, check_mode, lambda: engine_rollback.rollback(
+        result = common.told(kube, check_mode, lambda: engine_rollback.rollback(
             deployer, params["namespace"], key, to_version=params.get("rollback_to"),
             converter=converter(params, discovery), restore_cluster_scoped=bool(params.get("restore_cluster_scoped"))))
         out = apply_task.result_dict(result, diff)
-        out.update(listing(deployer.store(params["namespace"], key)))
+        out.update(listing(deployer.context.store(params["namespace"], key)))
         return out
     finally:
         kube.close()

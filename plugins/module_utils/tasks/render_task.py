@@ -22,7 +22,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle im
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.helm import HelmOptions
 from ansible_collections.manent.kubernetes.plugins.module_utils.render.pipeline import (
     RenderOptions, choose_traffic_slot, default_deployment_id, render)
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 
 RENDER_SPEC = {
     "artifact": {"type": "path", "required": True},
@@ -53,7 +53,7 @@ RENDER_SPEC = {
 
 
 def argument_spec():
-    return mc.argument_spec(mc.RELEASE_SPEC, RENDER_SPEC)
+    return common.argument_spec(common.RELEASE_SPEC, RENDER_SPEC)
 
 
 def render_options(params):
@@ -78,13 +78,13 @@ def run(params, check_mode=False, diff=False, on_progress=None):  # pylint: disa
     """Render the artifact of ``params`` for its cluster and write the bundle; the task's result (``warnings``: the
     rendering's warnings). Check mode renders too: rendering writes nothing to the cluster."""
     options = render_options(params)
-    kube, discovery = mc.open_cluster(params)
+    kube, discovery = common.open_cluster(params)
     try:
         sha = options.artifact_sha256 or (
             sha256_file(params["artifact"]) if os.path.exists(params["artifact"]) else "")
         # One read of the release in service: returned (the role's checkpoint compares it across clusters) and,
         # for traffic, where the slot comes from.
-        store = HistoryStore(kube, params["namespace"], mc.release_key(params))
+        store = HistoryStore(kube, params["namespace"], common.release_key(params))
         locator = store.locator()
         in_service = store.in_service(locator or {})  # {}: nothing deployed yet, no second read
         options.helm_upgrade = _renders_as_upgrade(kube, params, in_service)
@@ -94,7 +94,7 @@ def run(params, check_mode=False, diff=False, on_progress=None):  # pylint: disa
                                                            deployment=params.get("deployment") or "")
         else:
             deployment = params.get("deployment") or default_deployment_id(params["version"], sha, options)
-        release = mc.release(params, params["version"], deployment)
+        release = common.release(params, params["version"], deployment)
         major, minor, git_version = discovery.version()
         bundle = render(params["artifact"], release, options, discovery, (major, minor, git_version),
                         helm_options=helm_options(params), cluster_url=kube.url)
@@ -102,7 +102,7 @@ def run(params, check_mode=False, diff=False, on_progress=None):  # pylint: disa
         kube.close()
     if not bundle.artifact.get("sha256"):
         bundle.artifact["sha256"] = sha
-    path = params.get("bundle") or bundle_path(mc.work_dir(params), kube.url, params["namespace"], release,
+    path = params.get("bundle") or bundle_path(common.work_dir(params), kube.url, params["namespace"], release,
                                                bundle.slot)
     write(bundle, path)
     summary = bundle.summary()

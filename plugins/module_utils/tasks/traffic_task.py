@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations import parse_duration
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
-from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common as mc
+from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.operations import OPERATIONS, Traffic
 from ansible_collections.manent.kubernetes.plugins.module_utils.traffic.options import TrafficOptions
 
@@ -39,7 +39,7 @@ TRAFFIC_SPEC = {
 
 
 def argument_spec():
-    return mc.argument_spec(mc.RELEASE_SPEC, TRAFFIC_SPEC)
+    return common.argument_spec(common.RELEASE_SPEC, TRAFFIC_SPEC)
 
 
 def traffic_options(params, check_mode, on_progress=None):
@@ -72,9 +72,9 @@ def run(params, check_mode=False, diff=False, on_progress=None):  # pylint: disa
     """Run the operation of ``params`` on its cluster; the result dict (``warnings``: the operation's warnings).
     Raises ManentError. Diff mode shows nothing more: the result lists the weights and resized workloads."""
     options = traffic_options(params, check_mode, on_progress)
-    kube, discovery = mc.open_cluster(params)
+    kube, discovery = common.open_cluster(params)
     try:
-        key = mc.release_key(params)
+        key = common.release_key(params)
         traffic = Traffic(kube, discovery, params["namespace"], key, options)
         return with_records(traffic.run(params["operation"], params.get("percent")).to_dict(), key)
     finally:
