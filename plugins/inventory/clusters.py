@@ -96,9 +96,9 @@ options:
           - One host per Argo CD cluster Secret (label C(argocd.argoproj.io/secret-type=cluster)) in a namespace of a
             management cluster - its C(name), C(server) and C(config) (C(bearerToken), C(tlsClientConfig),
             C(execProviderConfig), C(awsAuthConfig)), written as a kubeconfig 0600 in O(credentials_dir).
-          - C(awsAuthConfig) becomes the exec plugin C(aws eks get-token --cluster-name <clusterName>
-            [--role-arn <roleARN>]) with E(AWS_PROFILE) set to C(profile) when given, the credential Argo CD's own
-            C(argocd-k8s-auth aws) mints; the AWS CLI must be installed on the controller.
+          - C(awsAuthConfig) becomes the exec plugin C(aws [--profile <profile>] eks get-token --cluster-name
+            <clusterName> [--role-arn <roleARN>] --output json), the credential Argo CD's own C(argocd-k8s-auth aws)
+            mints; the AWS CLI must be installed on the controller.
           - Secrets with basic authentication (C(username)/C(password)) are left out with a warning.
         type: dict
         suboptions:
