@@ -297,6 +297,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             return inventory_hosts.records(found, self._credentials_dir())
         except ManentError as exc:
             raise AnsibleParserError(str(exc)) from None
+        except OSError as exc:
+            raise AnsibleParserError("cannot write the private kubeconfigs in %s: %s (set credentials_dir to a "
+                                     "directory of your own)" % (self._credentials_dir(), exc.strerror)) from None
 
     def _source_item(self, item, label):
         if not isinstance(item, dict):
