@@ -8,8 +8,8 @@
 - README.md and docs/*.md (with their images) under rst/project/, read by myst-parser; their links to files
   outside the site point to the repository (galaxy.yml's `repository`).
 - a "Project documentation" table of contents at the end of the collection index (rst/index.rst).
-- a local intersphinx inventory of the few docs.ansible.com labels the generated pages reference, so the
-  build needs no network and those links still lead to docs.ansible.com.
+- a local intersphinx inventory of the few docs.ansible.com labels and configuration environment variables the
+  generated pages reference, so the build needs no network and those links still lead to docs.ansible.com.
 """
 
 import os
@@ -30,6 +30,10 @@ ANSIBLE_LABELS = {
     'ansible_configuration_settings': ('reference_appendices/config.html#ansible-configuration-settings',
                                        'Ansible Configuration Settings'),
 }
+# ansible-core's configuration environment variables that generated pages reference (the inventory plugin's cache
+# options, from ansible.builtin.inventory_cache): on ANSIBLE_DOCS's configuration page.
+ANSIBLE_ENVVARS = ('ANSIBLE_CACHE_PLUGIN', 'ANSIBLE_CACHE_PLUGIN_CONNECTION', 'ANSIBLE_CACHE_PLUGIN_PREFIX',
+                   'ANSIBLE_CACHE_PLUGIN_TIMEOUT')
 INVENTORY = 'ansible_devel.inv'
 PROJECT_DIR = 'project'
 LINK = re.compile(r'(\]\()([^)\s]+)(\))')
@@ -83,8 +87,10 @@ def rewrite_links(text, source, copied, repository):
 
 
 def write_inventory(path):
-    """A Sphinx (version 2) inventory of ANSIBLE_LABELS."""
+    """A Sphinx (version 2) inventory of ANSIBLE_LABELS and ANSIBLE_ENVVARS."""
     lines = ''.join('%s std:label -1 %s %s\n' % (label, uri, title) for label, (uri, title) in sorted(ANSIBLE_LABELS.items()))
+    lines += ''.join('%s std:envvar -1 reference_appendices/config.html#envvar-%s -\n' % (name, name)
+                     for name in ANSIBLE_ENVVARS)
     header = ('# Sphinx inventory version 2\n# Project: Ansible\n# Version: devel\n'
               '# The remainder of this file is compressed using zlib.\n')
     with open(path, 'wb') as handle:
