@@ -24,7 +24,8 @@ MODULE_UTILS = os.path.join("plugins", "module_utils")
 # The order of the packages: what each may import comes before it.
 PACKAGES = ("base", "cluster", "rules", "render", "history", "engine", "traffic", "analysis", "tasks")
 OTHER_FOLDERS = (("plugins/modules", "Modules"), ("plugins/action", "Action plugins"),
-                 ("plugins/plugin_utils", "Plugin utilities"), ("plugins/filter", "Filters"))
+                 ("plugins/inventory", "Inventory plugins"), ("plugins/plugin_utils", "Plugin utilities"),
+                 ("plugins/filter", "Filters"))
 
 
 def docstring(path):
