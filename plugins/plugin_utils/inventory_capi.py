@@ -22,6 +22,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors impo
     ApiError, DiscoveryError, InputError, NotFoundError)
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.pages import list_items
 from ansible_collections.manent.kubernetes.plugins.plugin_utils.inventory_found import FoundCluster
+from ansible_collections.manent.kubernetes.plugins.plugin_utils.inventory_hosts import sanitize
 
 GROUP = "cluster.x-k8s.io"
 KNOWN_VERSIONS = ("v1beta2", "v1beta1")  # the shapes readiness() reads
@@ -43,20 +44,22 @@ class CapiOptions:
     prefix_namespace: bool = False  # host name <namespace>.<name> instead of <name>
 
 
-def capi_options(item, label="cluster_api"):
-    """The :class:`CapiOptions` of a source item (``{cluster_api: {...}}`` or the ``cluster_api`` mapping)."""
+def capi_options(item, label="source"):
+    """The :class:`CapiOptions` of a source item (``{cluster_api: {...}}`` or the ``cluster_api`` mapping);
+    ``label`` names the source in messages (``sources[2]``)."""
     spec = item.get("cluster_api", item) if isinstance(item, dict) else item
+    where = label + ".cluster_api"
     if not isinstance(spec, dict):
-        raise InputError("%s: not a mapping" % label, subject="cluster_api")
+        raise InputError("%s: not a mapping" % where, subject="cluster_api")
     unknown = sorted(set(spec) - set(OPTIONS))
     if unknown:
-        raise InputError("%s: unknown option(s) %s" % (label, ", ".join(unknown)), subject="cluster_api",
+        raise InputError("%s: unknown option(s) %s" % (where, ", ".join(unknown)), subject="cluster_api",
                          hint="one of: %s" % ", ".join(OPTIONS))
     namespaces = spec.get("namespaces") or ()
     if isinstance(namespaces, str):
         namespaces = (namespaces,)
     if not isinstance(namespaces, (list, tuple)) or not all(isinstance(n, str) and n for n in namespaces):
-        raise InputError("%s: namespaces is not a list of names" % label, subject="cluster_api")
+        raise InputError("%s: namespaces is not a list of names" % where, subject="cluster_api")
     prefix = spec.get("prefix_namespace", False)
     if not isinstance(prefix, bool):
         prefix = str(prefix).strip().lower() in ("yes", "true", "on", "1", "y")
@@ -65,12 +68,13 @@ def capi_options(item, label="cluster_api"):
                        az_label=str(spec.get("az_label") or AZ_LABEL), prefix_namespace=prefix)
 
 
-def served_version(kube, label="cluster_api"):
+def served_version(kube, label="source"):
     """The ``cluster.x-k8s.io/<version>`` the API server prefers, among the versions whose shape we read."""
     try:
         group = kube.request("GET", "/apis/" + GROUP, subject="apis/" + GROUP).data or {}
     except NotFoundError:
-        raise DiscoveryError("%s: the management cluster does not serve %s (no Cluster API there)" % (label, GROUP),
+        raise DiscoveryError("%s.cluster_api: the management cluster does not serve %s (no Cluster API there)"
+                             % (label, GROUP),
                              subject="Cluster",
                              hint="point management at the cluster where Cluster API runs (clusterctl init)") from None
     served = [v.get("groupVersion") for v in group.get("versions") or []]
@@ -78,8 +82,9 @@ def served_version(kube, label="cluster_api"):
     for candidate in [preferred] + served:
         if candidate and candidate.split("/")[-1] in KNOWN_VERSIONS:
             return candidate
-    raise DiscoveryError("%s: %s serves %s, none of %s" % (label, GROUP, ", ".join(filter(None, served)) or "nothing",
-                                                           ", ".join(KNOWN_VERSIONS)), subject="Cluster")
+    raise DiscoveryError("%s.cluster_api: %s serves %s, none of %s"
+                         % (label, GROUP, ", ".join(filter(None, served)) or "nothing", ", ".join(KNOWN_VERSIONS)),
+                         subject="Cluster")
 
 
 def _true(conditions, kind):
@@ -188,7 +193,7 @@ def _server(config, context):
     return str(cluster.get("server") or "")
 
 
-def discover(kube, item, label="cluster_api"):
+def discover(kube, item, label="source"):
     """The clusters of the management cluster ``kube`` for the source ``item``: one :class:`FoundCluster` per
     Cluster object (``skipped`` set for those not ready or without a usable kubeconfig Secret)."""
     opts = capi_options(item, label)
@@ -206,9 +211,9 @@ def discover(kube, item, label="cluster_api"):
         cluster_class = topology.get("classRef", {}).get("name") if isinstance(topology.get("classRef"), dict) \
             else topology.get("class")
         result = FoundCluster(
-            name="%s.%s" % (namespace, name) if opts.prefix_namespace else name,
-            source="Cluster API %s/%s" % (label, namespace), region=str(labels.get(opts.region_label) or ""),
-            az=str(labels.get(opts.az_label) or ""), labels=labels,
+            name=sanitize("%s.%s" % (namespace, name) if opts.prefix_namespace else name),
+            source="Cluster API %s namespace %s" % (getattr(kube, "url", ""), namespace),
+            region=str(labels.get(opts.region_label) or ""), az=str(labels.get(opts.az_label) or ""), labels=labels,
             variables={"manent_capi": {"namespace": namespace, "name": name, "api_version": api_version,
                                        "phase": (obj.get("status") or {}).get("phase") or "",
                                        "version": topology.get("version") or "", "cluster_class": cluster_class or ""}})
@@ -220,7 +225,7 @@ def discover(kube, item, label="cluster_api"):
             result.skipped = reason
             return result
         result.kubeconfig, result.context = config, context
-        result.variables["manent_capi"]["server"] = _server(config, context)
+        result.variables["manent_cluster_server"] = _server(config, context)
         return result
 
     return concurrently(found, clusters, SECRET_READS)
@@ -237,7 +242,7 @@ def _check_names(clusters, opts, label):
     twice = sorted((name, namespaces) for name, namespaces in seen.items() if len(namespaces) > 1)
     if twice:
         name, namespaces = twice[0]
-        raise InputError("%s: Cluster %s exists in namespaces %s: its host name would not be unique"
+        raise InputError("%s.cluster_api: Cluster %s exists in namespaces %s: its host name would not be unique"
                          % (label, name, ", ".join(namespaces)), subject="cluster_api",
                          hint="set prefix_namespace: true (hosts <namespace>.<name>), or narrow namespaces or "
                               "label_selector")

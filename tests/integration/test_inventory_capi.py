@@ -7,18 +7,26 @@ clusters, reached with tokens of ServiceAccounts made for the test; a third Clus
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+import subprocess
+import sys
 import uuid
 
 import pytest
+import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory_capi
 from tests.integration import capi_helpers
+from tests.integration.playbook_helpers import ROOT, SHOP_SECRET, app_objects, artifact, base_vars, run_playbook, write_manifest
 
 
 @pytest.fixture(scope="module")
 def fleet(clusters):
-    """``{management, namespace, workloads: {cluster name: (local cluster, region, az)}, pending, tokens}``."""
+    """``{management, namespace, workloads: {cluster name: (local cluster, region, az)}, pending, tokens, uid}``: two
+    workload clusters in region ``r<uid>`` (zones ``r<uid>-a``, ``r<uid>-b``) and a third Cluster there, provisioning."""
     management, workloads = clusters[0], clusters[1:3]
     uid = uuid.uuid4().hex[:8]
     namespace = "capi-" + uid
@@ -27,10 +35,10 @@ def fleet(clusters):
     try:
         management.create_namespace(namespace)
         made.append(management)
-        out = {"management": management, "namespace": namespace, "workloads": {}, "tokens": [], "uid": uid,
+        out = {"management": management, "namespace": namespace, "workloads": {}, "tokens": Tokens(), "uid": uid,
                "pending": "w3-" + uid}
         for i, local in enumerate(workloads, 1):
-            name, region, az = "w%d-%s" % (i, uid), "r%s%d" % (uid, i), "r%s%da" % (uid, i)
+            name, region, az = "w%d-%s" % (i, uid), "r" + uid, "r%s-%s" % (uid, "ab"[i - 1])
             local.create_namespace(namespace)
             made.append(local)
             token = capi_helpers.service_account_token(local, namespace, "capi-deployer")
@@ -42,7 +50,7 @@ def fleet(clusters):
             capi_helpers.set_status(management, namespace, name, capi_helpers.provisioned_status())
             out["workloads"][name] = (local, region, az)
         management.apply(capi_helpers.cluster_object(namespace, out["pending"], {
-            "topology.kubernetes.io/region": "r%s1" % uid, "manent.test/fleet": uid}))
+            "topology.kubernetes.io/region": "r" + uid, "manent.test/fleet": uid}))
         capi_helpers.set_status(management, namespace, out["pending"], capi_helpers.provisioning_status())
         yield out
     finally:
@@ -60,7 +68,92 @@ def test_discover_reads_the_real_crd(fleet):
         host = found[name]
         assert (host.skipped, host.region, host.az, host.context) == ("", region, az, "%s-admin@%s" % (name, name))
         assert host.variables["manent_capi"]["api_version"] == capi_helpers.API_VERSION
-        assert host.variables["manent_capi"]["server"] == local.url
+        assert host.variables["manent_cluster_server"] == local.url
         # the kubeconfig read from the Secret reaches the workload cluster as the ServiceAccount
         assert host.kubeconfig["users"][0]["user"]["token"] in fleet["tokens"]
     assert not any(token in repr(list(found.values())) for token in fleet["tokens"])
+
+
+def inventory_file(fleet, tmp_path):
+    """A clusters.manent.yml of the Cluster API source (management given as the role's static variables) with the
+    inventory cache on."""
+    management = fleet["management"]
+    path = tmp_path / "clusters.manent.yml"
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({
+            "plugin": "manent.kubernetes.clusters",
+            "sources": [{"cluster_api": {
+                "management": {"api_server": management.url, "ca_file": management.ca_file,
+                               "token": "file:" + os.path.join(management.dir, "admin.token")},
+                "namespaces": [fleet["namespace"]], "label_selector": "manent.test/fleet=" + fleet["uid"]}}],
+            "credentials_dir": str(tmp_path / "credentials"),
+            "cache": True, "cache_plugin": "ansible.builtin.jsonfile", "cache_connection": str(tmp_path / "cache")},
+            handle)
+    return str(path)
+
+
+class Tokens(list):
+    """The workload clusters' tokens, kept out of pytest's report of a failed test."""
+
+    def __repr__(self):
+        return "<%d tokens>" % len(self)
+
+
+def plain(value):
+    """``ansible-inventory --list`` output without its ``{"__ansible_unsafe": ...}`` wrappers."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def ansible_inventory(path):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", path, "--list"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc
+
+
+def test_plugin_lists_the_ready_clusters_and_deploys_through_them(fleet, tmp_path):
+    """ansible-inventory gives the two provisioned clusters with their region/az groups and warns about the
+    third; deploy.yml -l region_<r> deploys through them with the kubeconfigs of their Secrets; no token in the
+    inventory, its cache or the run's output."""
+    path = inventory_file(fleet, tmp_path)
+    listed = ansible_inventory(path)
+    assert listed.returncode == 0, listed.stderr
+    inventory = plain(json.loads(listed.stdout))
+    region = "region_r" + fleet["uid"]
+    names = sorted(fleet["workloads"])
+    assert sorted(inventory[region]["hosts"]) == names
+    assert inventory["az_r%sa" % fleet["uid"]]["hosts"] == [names[0]]
+    assert inventory["az_r%sb" % fleet["uid"]]["hosts"] == [names[1]]
+    assert "%s left out: phase Provisioning, not Provisioned" % fleet["pending"] in " ".join(listed.stderr.split())
+    hostvars = inventory["_meta"]["hostvars"]
+    assert fleet["pending"] not in hostvars
+    for name, (local, region_value, az) in fleet["workloads"].items():
+        host = hostvars[name]
+        assert (host["region"], host["az"], host["manent_context"]) == (region_value, az, "%s-admin@%s" % (name, name))
+        assert host["manent_capi"]["namespace"] == fleet["namespace"] and host["manent_cluster_server"] == local.url
+        mode = os.stat(host["manent_kubeconfig"]).st_mode
+        assert stat.S_IMODE(mode) == 0o600 and stat.S_IMODE(os.stat(os.path.dirname(host["manent_kubeconfig"])).st_mode) == 0o700
+    cached = "".join(open(os.path.join(root, f), encoding="utf-8").read()
+                     for root, _dirs, files in os.walk(str(tmp_path / "cache")) for f in files)
+    assert names[0] in cached  # the cache was written, and holds names and paths only
+    for token in fleet["tokens"]:
+        assert token not in listed.stdout and token not in listed.stderr and token not in cached
+
+    objects = app_objects("1.0.0", SHOP_SECRET)
+    manifest = write_manifest(str(tmp_path / "shop-1.0.0.yaml"), objects)
+    extra = base_vars(tmp_path / "r1", fleet["namespace"], deploy_application="shop",
+                      deploy_artifact=artifact("shop", "1.0.0", manifest), deploy_wait_timeout="120s")
+    run = run_playbook("deploy", path, extra, tmp_path / "r1", limit=region, verbosity=3)
+    assert run.rc == 0, run.explain()
+    assert sorted(run.recap) == names and all(counts["failed"] == 0 for counts in run.recap.values())
+    assert sorted(run.summary) == names
+    for local, _region, _az in fleet["workloads"].values():
+        assert (local.get("v1", "ConfigMap", fleet["namespace"], "shop-config") or {}).get("data") == {"version": "1.0.0"}
+    for token in fleet["tokens"]:
+        assert token not in run.output

@@ -118,7 +118,8 @@ def test_discover_hosts_with_region_az_and_credentials():
     assert eu1.labels["tier"] == "prod"
     assert eu1.variables == {"manent_capi": {
         "namespace": "fleet", "name": "eu1", "api_version": "cluster.x-k8s.io/v1beta2", "phase": "Provisioned",
-        "version": "v1.34.1", "cluster_class": "quick-start", "server": "https://eu1.example:6443"}}
+        "version": "v1.34.1", "cluster_class": "quick-start"}, "manent_cluster_server": "https://eu1.example:6443"}
+    assert eu1.source == "Cluster API https://api.example:6443 namespace fleet"
     assert (found["us1"].region, found["us1"].az, found["us1"].skipped) == ("us1", "", "")
     assert found["new"].skipped == "phase Provisioning, not Provisioned"
     assert not found["new"].kubeconfig
@@ -153,7 +154,7 @@ def test_same_name_in_two_namespaces_needs_prefix_namespace():
     clusters = [cluster("web", "team-a"), cluster("web", "team-b")]
     secrets = {(ns, "web-kubeconfig"): secret(kubeconfig("web")) for ns in ("team-a", "team-b")}
     with pytest.raises(InputError) as err:
-        inventory_capi.discover(Management(clusters, secrets), {}, label="sources[2].cluster_api")
+        inventory_capi.discover(Management(clusters, secrets), {}, label="sources[2]")
     assert "sources[2].cluster_api: Cluster web exists in namespaces team-a, team-b" in str(err.value)
     assert "prefix_namespace" in err.value.hint
     found = inventory_capi.discover(Management(clusters, secrets), {"prefix_namespace": True})
@@ -192,7 +193,7 @@ def test_context_choice(contexts, current, expect):
 
 def test_no_cluster_api_on_the_management_cluster():
     with pytest.raises(DiscoveryError) as err:
-        inventory_capi.discover(Management([], {}, served=()), {}, label="sources[0].cluster_api")
+        inventory_capi.discover(Management([], {}, served=()), {}, label="sources[0]")
     assert "sources[0].cluster_api: the management cluster does not serve cluster.x-k8s.io" in str(err.value)
 
 
@@ -203,7 +204,7 @@ def test_only_an_unknown_version_served():
 
 
 @pytest.mark.parametrize("item, message", [
-    ({"namespace": "x"}, "cluster_api: unknown option(s) namespace"),
+    ({"namespace": "x"}, "source.cluster_api: unknown option(s) namespace"),
     ({"namespaces": [""]}, "cluster_api: namespaces is not a list of names"),
     ({"cluster_api": "mgmt"}, "cluster_api: not a mapping"),
 ])
