@@ -44,9 +44,14 @@ def _served(management):
         return False
 
 
-def remove_crd(management):
+def remove_crd(management, fleet_label, uid):
+    """Remove the Cluster CRD unless Clusters of another run (label ``fleet_label`` not ``uid``) still use it: the
+    shared clusters may run this test twice at once."""
     try:
-        management.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, CRD_NAME)
+        others = [c for c in management.kube.get_json("/apis/%s/clusters" % API_VERSION).get("items") or []
+                  if ((c.get("metadata") or {}).get("labels") or {}).get(fleet_label) != uid]
+        if not others:
+            management.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, CRD_NAME)
     except Exception:  # pylint: disable=broad-except
         pass
 

@@ -22,6 +22,15 @@ from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory
 from tests.integration import capi_helpers
 from tests.integration.playbook_helpers import ROOT, SHOP_SECRET, app_objects, artifact, base_vars, run_playbook, write_manifest
 
+FLEET_LABEL = "manent.test/fleet"  # on the Clusters of one run of this module
+
+
+class Tokens(list):
+    """The workload clusters' tokens, kept out of pytest's report of a failed test."""
+
+    def __repr__(self):
+        return "<%d tokens>" % len(self)
+
 
 @pytest.fixture(scope="module")
 def fleet(clusters):
@@ -46,17 +55,20 @@ def fleet(clusters):
             management.apply(capi_helpers.kubeconfig_secret(namespace, name,
                                                             capi_helpers.workload_kubeconfig(local, name, token)))
             management.apply(capi_helpers.cluster_object(namespace, name, {
-                "topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": az, "manent.test/fleet": uid}))
+                "topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": az, FLEET_LABEL: uid}))
             capi_helpers.set_status(management, namespace, name, capi_helpers.provisioned_status())
             out["workloads"][name] = (local, region, az)
+        # the provisioning Cluster has a usable kubeconfig Secret too: only its status leaves it out
+        management.apply(capi_helpers.kubeconfig_secret(namespace, out["pending"], capi_helpers.workload_kubeconfig(
+            workloads[0], out["pending"], out["tokens"][0])))
         management.apply(capi_helpers.cluster_object(namespace, out["pending"], {
-            "topology.kubernetes.io/region": "r" + uid, "manent.test/fleet": uid}))
+            "topology.kubernetes.io/region": "r" + uid, FLEET_LABEL: uid}))
         capi_helpers.set_status(management, namespace, out["pending"], capi_helpers.provisioning_status())
         yield out
     finally:
         for local in made:
             local.delete_namespace(namespace)
-        capi_helpers.remove_crd(management)
+        capi_helpers.remove_crd(management, FLEET_LABEL, uid)
 
 
 def test_discover_reads_the_real_crd(fleet):
@@ -85,18 +97,11 @@ def inventory_file(fleet, tmp_path):
             "sources": [{"cluster_api": {
                 "management": {"api_server": management.url, "ca_file": management.ca_file,
                                "token": "file:" + os.path.join(management.dir, "admin.token")},
-                "namespaces": [fleet["namespace"]], "label_selector": "manent.test/fleet=" + fleet["uid"]}}],
+                "namespaces": [fleet["namespace"]], "label_selector": "%s=%s" % (FLEET_LABEL, fleet["uid"])}}],
             "credentials_dir": str(tmp_path / "credentials"),
             "cache": True, "cache_plugin": "ansible.builtin.jsonfile", "cache_connection": str(tmp_path / "cache")},
             handle)
     return str(path)
-
-
-class Tokens(list):
-    """The workload clusters' tokens, kept out of pytest's report of a failed test."""
-
-    def __repr__(self):
-        return "<%d tokens>" % len(self)
 
 
 def plain(value):
