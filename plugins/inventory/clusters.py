@@ -266,6 +266,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     NAME = "manent.kubernetes.clusters"
 
+    def __init__(self):
+        super().__init__()
+        self._path = ""
+
     def verify_file(self, path):
         return super().verify_file(path) and path.endswith(FILE_SUFFIXES)
 
@@ -350,7 +354,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory_kubeconfig
             return inventory_kubeconfig.discover(spec, base_dir=os.path.dirname(self._path), label=label)
         from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory_management
-        kube = inventory_management.connect(spec.get("management") or {}, "%s.%s.management" % (label, kind))
+        spec = dict(spec, management=inventory_management.relative_to(spec.get("management"), os.path.dirname(self._path)))
+        kube = inventory_management.connect(spec["management"], "%s.%s.management" % (label, kind))
         try:
             if kind == "argocd":
                 from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory_argocd
@@ -358,7 +363,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             try:
                 from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory_capi
             except ImportError:
-                raise AnsibleParserError("%s: the cluster_api source is not part of this collection's version" % label)
+                raise AnsibleParserError("%s: the cluster_api source is not part of this collection's version"
+                                         % label) from None
             return inventory_capi.discover(kube, spec, label=label)
         finally:
             kube.close()
@@ -388,4 +394,3 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), hostvars, name, strict=strict)
             self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, name, strict=strict)
-

@@ -57,9 +57,9 @@ def discover(spec, base_dir, label="kubeconfig"):
                                 labels=_extension_labels(entry, cluster, extension),
                                 variables={"manent_cluster_server": str(cluster.get("server") or "")}))
     if not out:
+        present = [str(item.get("name")) for item in doc.get("contexts") or () if isinstance(item, dict)]
         raise InputError("%s.kubeconfig: no context of %s matches" % (label, path), subject="kubeconfig",
-                         hint="contexts in it: %s" % (", ".join(str(item.get("name")) for item in doc.get("contexts") or ()
-                                                               if isinstance(item, dict)) or "(none)"))
+                         hint="contexts in it: %s" % (", ".join(present) or "(none)"))
     return out
 
 

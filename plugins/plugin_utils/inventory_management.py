@@ -66,6 +66,19 @@ def connect(spec, label):
     return Kube(connection_options(spec, label))
 
 
+def relative_to(spec, base_dir):
+    """``spec`` with a relative ``kubeconfig`` or ``ca_file`` path made absolute against ``base_dir`` (the inventory
+    file's directory), as the kubeconfig source resolves its path."""
+    spec = dict(spec or {})
+    for key in ("kubeconfig", "ca_file"):
+        value = spec.get(key)
+        if isinstance(value, str) and value and not value.startswith("env:") and "\n" not in value \
+                and not value.lstrip().startswith("{"):
+            path = os.path.expanduser(value)
+            spec[key] = path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir, path))
+    return spec
+
+
 def default_kubeconfig():
     """The kubeconfig kubectl reads by default: the first file of ``$KUBECONFIG``, else ``~/.kube/config``."""
     for path in (os.environ.get("KUBECONFIG") or "").split(os.pathsep):

@@ -9,10 +9,13 @@ the token. And the Prometheus credentials of the analysis: a proxy in front of P
 request's credentials near its top (a 600-character token; basic auth with a password holding a backslash and a
 quote, encoded and decoded; an API key header) fails the role's wave analysis preflight, and no piece of 8
 characters of any of them is in any channel (-vvv output, ansible-runner's events and stdout; the traffic
-preflight's summary file: test_analysis_playbooks.py)."""
+preflight's summary file: test_analysis_playbooks.py). And the inventory plugin manent.kubernetes.clusters reading Argo
+CD cluster Secrets: ``ansible-inventory --list``, its -vvv output and the inventory cache hold no token, key or
+kubeconfig content, only the paths of the 0600 files of a 0700 directory that hold them."""
 
 import base64
 import json
+import os
 import secrets
 import stat
 
@@ -20,6 +23,8 @@ import pytest
 
 from tests.helpers import helm_binary
 from tests.http_stubs import echoing_proxy, leaked_pieces, serve
+from tests.integration.inventory_helpers import (
+    argocd_fleet, ca_data, management_kubeconfig, run_inventory, write_source)
 from tests.integration.playbook_helpers import (
     artifact, base_vars, labelled_history, run_playbook, shop_vars, write_inventory)
 from tests.integration.module_helpers import packaged_chart
@@ -180,3 +185,38 @@ def test_no_piece_of_a_prometheus_credential_in_any_channel(clusters, inventory_
         assert job.rc != 0 and "Authorization: ********" in job.stdout, job.explain()
     assert "Bearer " + token in seen and "Basic " + basic in seen  # the proxy did get the credentials
     assert cluster.get("v1", "ConfigMap", namespaces, "shop-config") is None
+
+
+def test_no_credential_in_the_inventory_plugin_channels(clusters, namespaces, tmp_path):
+    """Argo CD cluster Secrets (a bearer token, an exec plugin, a basic-auth password) read by the inventory plugin
+    through a management kubeconfig with a client key: none of them, nor the kubeconfig content (the CA data), is in
+    ansible-inventory --list, its -vvv output or the inventory cache; the private kubeconfigs are 0600 in 0700."""
+    from tests.integration.exec_helpers import Plugin
+    management, token_cluster, exec_cluster = clusters[0], clusters[1], clusters[2]
+    plugin = Plugin(exec_cluster, namespaces, tmp_path / "plugin", lifetime=60)
+    argocd_fleet(management, namespaces, token_cluster, exec_cluster, plugin)
+    with open("%s/admin.key" % management.dir, encoding="utf-8") as handle:
+        key_lines = [line for line in handle.read().splitlines() if len(line) >= 40 and "PRIVATE KEY" not in line]
+    credentials, cache = tmp_path / "credentials", tmp_path / "cache"
+    source = write_source(tmp_path / "clusters.manent.yml", [{"argocd": {
+        "management": {"kubeconfig": management_kubeconfig(management, tmp_path / "mgmt.yaml"), "context": "mgmt"},
+        "namespace": namespaces}}], credentials_dir=str(credentials), cache=True,
+        cache_plugin="ansible.builtin.jsonfile", cache_connection=str(cache))
+    code, listed, _err = run_inventory(source, "--flush-cache")
+    assert code == 0, _err
+    code, out, err = run_inventory(source, "-vvv")
+    assert code == 0, err
+    cached = "".join(open(os.path.join(cache, name), encoding="utf-8").read() for name in os.listdir(cache))
+    assert token_cluster.name + "-argo" in cached and "host-%s-argo.kubeconfig" % token_cluster.name in cached
+    channels = {"ansible-inventory --list": listed, "ansible-inventory --list -vvv": out + err,
+                "inventory cache (jsonfile)": cached}
+    forbidden = [token_cluster.token, ca_data(token_cluster), ca_data(exec_cluster), "not-used-1",
+                 "certificate-authority-data", "bearerToken"] + key_lines
+    _assert_absent(channels, forbidden, "token, key, password and kubeconfig content")
+    assert stat.S_IMODE(os.stat(credentials).st_mode) == 0o700
+    files = sorted(os.listdir(credentials))
+    assert files == sorted("host-%s-argo.kubeconfig" % c.name for c in (token_cluster, exec_cluster))
+    assert all(stat.S_IMODE(os.stat(credentials / name).st_mode) == 0o600 for name in files)
+    with open(credentials / ("host-%s-argo.kubeconfig" % token_cluster.name), encoding="utf-8") as handle:
+        assert token_cluster.token in handle.read()  # where the credential went instead
+    record("secret", "inventory plugin private kubeconfigs: 0600 files in a 0700 directory", True, source=__name__)
