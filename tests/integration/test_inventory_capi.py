@@ -10,17 +10,15 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 import uuid
 
 import pytest
-import yaml
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import inventory_capi
 from tests.integration import capi_helpers
-from tests.integration.playbook_helpers import ROOT, SHOP_SECRET, app_objects, artifact, base_vars, run_playbook, write_manifest
+from tests.integration.inventory_helpers import group, plain, run_inventory, write_source
+from tests.integration.playbook_helpers import SHOP_SECRET, app_objects, artifact, base_vars, run_playbook, write_manifest
 
 FLEET_LABEL = "manent.test/fleet"  # on the Clusters of one run of this module
 
@@ -90,36 +88,12 @@ def inventory_file(fleet, tmp_path):
     """A clusters.manent.yml of the Cluster API source (management given as the role's static variables) with the
     inventory cache on."""
     management = fleet["management"]
-    path = tmp_path / "clusters.manent.yml"
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump({
-            "plugin": "manent.kubernetes.clusters",
-            "sources": [{"cluster_api": {
-                "management": {"api_server": management.url, "ca_file": management.ca_file,
-                               "token": "file:" + os.path.join(management.dir, "admin.token")},
-                "namespaces": [fleet["namespace"]], "label_selector": "%s=%s" % (FLEET_LABEL, fleet["uid"])}}],
-            "credentials_dir": str(tmp_path / "credentials"),
-            "cache": True, "cache_plugin": "ansible.builtin.jsonfile", "cache_connection": str(tmp_path / "cache")},
-            handle)
-    return str(path)
-
-
-def plain(value):
-    """``ansible-inventory --list`` output without its ``{"__ansible_unsafe": ...}`` wrappers."""
-    if isinstance(value, dict):
-        if set(value) == {"__ansible_unsafe"}:
-            return value["__ansible_unsafe"]
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
-def ansible_inventory(path):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", path, "--list"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return proc
+    return write_source(tmp_path / "clusters.manent.yml", [{"cluster_api": {
+        "management": {"api_server": management.url, "ca_file": management.ca_file,
+                       "token": "file:" + os.path.join(management.dir, "admin.token")},
+        "namespaces": [fleet["namespace"]], "label_selector": "%s=%s" % (FLEET_LABEL, fleet["uid"])}}],
+        credentials_dir=str(tmp_path / "credentials"), cache=True, cache_plugin="ansible.builtin.jsonfile",
+        cache_connection=str(tmp_path / "cache"))
 
 
 def test_plugin_lists_the_ready_clusters_and_deploys_through_them(fleet, tmp_path):
@@ -127,15 +101,15 @@ def test_plugin_lists_the_ready_clusters_and_deploys_through_them(fleet, tmp_pat
     third; deploy.yml -l region_<r> deploys through them with the kubeconfigs of their Secrets; no token in the
     inventory, its cache or the run's output."""
     path = inventory_file(fleet, tmp_path)
-    listed = ansible_inventory(path)
-    assert listed.returncode == 0, listed.stderr
-    inventory = plain(json.loads(listed.stdout))
-    region = "region_r" + fleet["uid"]
+    code, out, err = run_inventory(path)
+    assert code == 0, err
+    inventory = plain(json.loads(out))
+    region = group("region", "r" + fleet["uid"])
     names = sorted(fleet["workloads"])
     assert sorted(inventory[region]["hosts"]) == names
-    assert inventory["az_r%sa" % fleet["uid"]]["hosts"] == [names[0]]
-    assert inventory["az_r%sb" % fleet["uid"]]["hosts"] == [names[1]]
-    assert "%s left out: phase Provisioning, not Provisioned" % fleet["pending"] in " ".join(listed.stderr.split())
+    assert inventory[group("az", "r%s-a" % fleet["uid"])]["hosts"] == [names[0]]
+    assert inventory[group("az", "r%s-b" % fleet["uid"])]["hosts"] == [names[1]]
+    assert "%s left out: phase Provisioning, not Provisioned" % fleet["pending"] in " ".join(err.split())
     hostvars = inventory["_meta"]["hostvars"]
     assert fleet["pending"] not in hostvars
     for name, (local, region_value, az) in fleet["workloads"].items():
@@ -148,7 +122,7 @@ def test_plugin_lists_the_ready_clusters_and_deploys_through_them(fleet, tmp_pat
                      for root, _dirs, files in os.walk(str(tmp_path / "cache")) for f in files)
     assert names[0] in cached  # the cache was written, and holds names and paths only
     for token in fleet["tokens"]:
-        assert token not in listed.stdout and token not in listed.stderr and token not in cached
+        assert token not in out and token not in err and token not in cached
 
     objects = app_objects("1.0.0", SHOP_SECRET)
     manifest = write_manifest(str(tmp_path / "shop-1.0.0.yaml"), objects)
