@@ -50,16 +50,16 @@ def capi_options(item, label="source"):
     spec = item.get("cluster_api", item) if isinstance(item, dict) else item
     where = label + ".cluster_api"
     if not isinstance(spec, dict):
-        raise InputError("%s: not a mapping" % where, subject="cluster_api")
+        raise InputError("%s: not a mapping" % where)
     unknown = sorted(set(spec) - set(OPTIONS))
     if unknown:
-        raise InputError("%s: unknown option(s) %s" % (where, ", ".join(unknown)), subject="cluster_api",
+        raise InputError("%s: unknown option(s) %s" % (where, ", ".join(unknown)),
                          hint="one of: %s" % ", ".join(OPTIONS))
     namespaces = spec.get("namespaces") or ()
     if isinstance(namespaces, str):
         namespaces = (namespaces,)
     if not isinstance(namespaces, (list, tuple)) or not all(isinstance(n, str) and n for n in namespaces):
-        raise InputError("%s: namespaces is not a list of names" % where, subject="cluster_api")
+        raise InputError("%s: namespaces is not a list of names" % where)
     prefix = spec.get("prefix_namespace", False)
     if not isinstance(prefix, bool):
         prefix = str(prefix).strip().lower() in ("yes", "true", "on", "1", "y")
@@ -75,7 +75,6 @@ def served_version(kube, label="source"):
     except NotFoundError:
         raise DiscoveryError("%s.cluster_api: the management cluster does not serve %s (no Cluster API there)"
                              % (label, GROUP),
-                             subject="Cluster",
                              hint="point management at the cluster where Cluster API runs (clusterctl init)") from None
     served = [v.get("groupVersion") for v in group.get("versions") or []]
     preferred = (group.get("preferredVersion") or {}).get("groupVersion")
@@ -83,8 +82,7 @@ def served_version(kube, label="source"):
         if candidate and candidate.split("/")[-1] in KNOWN_VERSIONS:
             return candidate
     raise DiscoveryError("%s.cluster_api: %s serves %s, none of %s"
-                         % (label, GROUP, ", ".join(filter(None, served)) or "nothing", ", ".join(KNOWN_VERSIONS)),
-                         subject="Cluster")
+                         % (label, GROUP, ", ".join(filter(None, served)) or "nothing", ", ".join(KNOWN_VERSIONS)))
 
 
 def _true(conditions, kind):
@@ -143,14 +141,23 @@ def _cut(text, limit=200):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def list_clusters(kube, api_version, opts):
+def list_clusters(kube, api_version, opts, label="source"):
     """The Cluster objects of ``opts.namespaces`` (every namespace when empty) matching ``opts.label_selector``."""
     query = {"labelSelector": opts.label_selector or None}
     base = "/apis/" + api_version
     paths = ["%s/namespaces/%s/clusters" % (base, ns) for ns in opts.namespaces] or [base + "/clusters"]
     out = []
     for path in paths:
-        out.extend(list_items(kube, path, query=query, subject="Cluster"))
+        try:
+            out.extend(list_items(kube, path, query=query, subject="Cluster"))
+        except ApiError as err:
+            if err.status != 403:
+                raise
+            where = "namespace " + path.split("/")[-2] if opts.namespaces else "all namespaces"
+            raise ApiError("%s.cluster_api: the management cluster's credentials may not list Clusters in %s"
+                           % (label, where), status=403, reason="Forbidden",
+                           hint="grant list on clusters.cluster.x-k8s.io there%s"
+                                % ("" if opts.namespaces else ", or give namespaces")) from None
     return out
 
 
@@ -198,7 +205,7 @@ def discover(kube, item, label="source"):
     Cluster object (``skipped`` set for those not ready or without a usable kubeconfig Secret)."""
     opts = capi_options(item, label)
     api_version = served_version(kube, label)
-    clusters = sorted(list_clusters(kube, api_version, opts),
+    clusters = sorted(list_clusters(kube, api_version, opts, label),
                       key=lambda o: ((o.get("metadata") or {}).get("namespace") or "", (o.get("metadata") or {}).get("name")))
     _check_names(clusters, opts, label)
 
@@ -243,6 +250,6 @@ def _check_names(clusters, opts, label):
     if twice:
         name, namespaces = twice[0]
         raise InputError("%s.cluster_api: Cluster %s exists in namespaces %s: its host name would not be unique"
-                         % (label, name, ", ".join(namespaces)), subject="cluster_api",
+                         % (label, name, ", ".join(namespaces)),
                          hint="set prefix_namespace: true (hosts <namespace>.<name>), or narrow namespaces or "
                               "label_selector")

@@ -70,6 +70,7 @@ class Management(FakeKube):
     def __init__(self, clusters, secrets, preferred="v1beta2", served=("v1beta2", "v1beta1")):
         super().__init__()
         self.clusters, self.secrets, self.preferred, self.served = clusters, secrets, preferred, served
+        self.forbidden = set()
 
     def answer(self, method, path, **kwargs):
         assert method == "GET"
@@ -81,6 +82,8 @@ class Management(FakeKube):
                     "preferredVersion": {"groupVersion": "cluster.x-k8s.io/" + self.preferred,
                                          "version": self.preferred}}
         if path.endswith("/clusters"):
+            if path in self.forbidden:
+                raise ApiError("clusters.cluster.x-k8s.io is forbidden", status=403, reason="Forbidden")
             parts = path.split("/")
             namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else None
             selector = (kwargs.get("query") or {}).get("labelSelector")
@@ -219,3 +222,19 @@ def test_options_defaults_and_forms():
     opts = inventory_capi.capi_options({"cluster_api": {"namespaces": "fleet", "prefix_namespace": "yes"}})
     assert (opts.namespaces, opts.prefix_namespace, opts.region_label, opts.az_label) == (
         ("fleet",), True, "topology.kubernetes.io/region", "topology.kubernetes.io/zone")
+
+
+@pytest.mark.parametrize("item, path, message, hint", [
+    ({}, "/apis/cluster.x-k8s.io/v1beta2/clusters",
+     "sources[1].cluster_api: the management cluster's credentials may not list Clusters in all namespaces",
+     "grant list on clusters.cluster.x-k8s.io there, or give namespaces"),
+    ({"namespaces": ["a", "b"]}, "/apis/cluster.x-k8s.io/v1beta2/namespaces/b/clusters",
+     "sources[1].cluster_api: the management cluster's credentials may not list Clusters in namespace b",
+     "grant list on clusters.cluster.x-k8s.io there"),
+])
+def test_forbidden_list_names_where_and_what_to_grant(item, path, message, hint):
+    kube = Management([], {})
+    kube.forbidden.add(path)
+    with pytest.raises(ApiError) as err:
+        inventory_capi.discover(kube, item, label="sources[1]")
+    assert (err.value.message, err.value.hint, err.value.status) == (message, hint, 403)
