@@ -24,7 +24,7 @@ description:
   - See docs/inventory.md for the credential design, the cache and how to move from a hand-kept inventory.
 version_added: 1.0.0
 author:
-  - manent developers
+  - manent developers (@manent-io)
 requirements:
   - kubernetes (the Python client, for the Argo CD and Cluster API sources)
   - PyYAML
@@ -104,8 +104,9 @@ options:
         suboptions:
           management:
             description:
-              - The cluster Argo CD runs on - either C(kubeconfig) (a path, C(env:NAME) or the YAML; default the
-                E(KUBECONFIG) file, else C(~/.kube/config)) and C(context) (default its current context), or
+              - The cluster Argo CD runs on - either C(kubeconfig) (a path, relative to the inventory file's directory;
+                C(env:NAME); or the YAML; default the E(KUBECONFIG) file, else C(~/.kube/config)) and C(context) (default
+                its current context), or
                 C(api_server) (with C(port), default 6443), C(token) (inline, C(file:/path) or C(env:NAME)), C(ca) or
                 C(ca_file), C(client_cert) and C(client_key); both with C(validate_certs) (default true) and
                 C(request_timeout) (seconds, default 30).
