@@ -129,6 +129,17 @@ fetch_crds() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+fetch_capi_crds() {  # the Cluster API Cluster CRD as the module ships it (config/crd/bases: no conversion webhook)
+  local out="$CACHE/crds-cluster-api-$CLUSTER_API_VERSION"
+  if [[ -s "$out/cluster-api.yaml" ]]; then return; fi
+  log "collecting the Cluster API $CLUSTER_API_VERSION Cluster CRD"
+  mkdir -p "$out.tmp"
+  local root; root="$(modroot "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION")"
+  cat "$root/config/crd/bases/cluster.x-k8s.io_clusters.yaml" > "$out.tmp/cluster-api.yaml"
+  cp "$root/LICENSE" "$out.tmp/LICENSE"
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 fetch_public_charts() {  # PUBLIC_CHARTS (hack/versions.env): each chart packaged with the pinned helm, unchanged
   local helm="$CACHE/helm-$HELM_VERSION/bin/helm" entry name rest module path out dir
   for entry in $PUBLIC_CHARTS; do
@@ -190,7 +201,7 @@ build_prometheus_lts() {  # Prometheus 2.53 (PROMETHEUS_LTS_VERSION: module v0.5
 
 what="${1:-all}"
 case "$what" in
-  all|crds) fetch_crds ;;&
+  all|crds) fetch_crds; fetch_capi_crds ;;&
   all|etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;&
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;&
   all|helm) build_helm3 ;;&

@@ -72,6 +72,7 @@ def binaries():
         "kwok": os.path.join(c, "kwok-%s" % v["KWOK_VERSION"], "bin", "kwok"),
         "helm": os.path.join(c, "helm-%s" % v["HELM_VERSION"], "bin", "helm"),
         "crds": os.path.join(c, "crds-gateway-%s-istio-%s" % (v["GATEWAY_API_VERSION"], v["ISTIO_API_VERSION"])),
+        "capi_crds": os.path.join(c, "crds-cluster-api-%s" % v["CLUSTER_API_VERSION"], "cluster-api.yaml"),
     }
     for comp in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         paths[comp] = os.path.join(c, "kubernetes-%s" % v["K8S_VERSION"], "bin", comp)

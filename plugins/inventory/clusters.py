@@ -140,10 +140,45 @@ options:
             default: {}
       cluster_api:
         description:
-          - One host per Cluster API C(Cluster) that is provisioned and whose control plane is ready, reached with its
-            C(<name>-kubeconfig) Secret, written 0600 in O(credentials_dir). See docs/inventory.md for its options.
-          - Its suboption C(management) is that of O(sources[].argocd.management).
+          - One host per Cluster API C(Cluster) (cluster.x-k8s.io, the version the management cluster prefers of
+            C(v1beta2) and C(v1beta1)) that is provisioned and whose control plane is ready, reached with the kubeconfig
+            of its Secret C(<name>-kubeconfig) (key C(value)), written 0600 in O(credentials_dir).
+          - A Cluster not in phase C(Provisioned), whose infrastructure is not provisioned or control plane not
+            initialized, whose C(ControlPlaneAvailable) (v1beta2) or C(ControlPlaneReady) (v1beta1) condition is not
+            true, or whose kubeconfig Secret is missing or unusable, is left out with a warning giving the reason.
+          - Host variables C(manent_capi) (C(namespace), C(name), C(api_version), C(phase), C(version),
+            C(cluster_class)) and C(manent_cluster_server); C(manent_labels) holds the Cluster's labels.
         type: dict
+        suboptions:
+          management:
+            description:
+              - The management cluster, as O(sources[].argocd.management).
+              - It needs C(list) on C(clusters.cluster.x-k8s.io) and C(get) on the Secrets C(<name>-kubeconfig) in
+                O(sources[].cluster_api.namespaces).
+            type: dict
+            default: {}
+          namespaces:
+            description: The namespaces of the C(Cluster) objects (default all namespaces).
+            type: list
+            elements: str
+          label_selector:
+            description: A label selector narrowing the C(Cluster) objects (C(env=prod,tier!=edge)).
+            type: str
+          region_label:
+            description: The C(Cluster) label holding the region.
+            type: str
+            default: topology.kubernetes.io/region
+          az_label:
+            description: The C(Cluster) label holding the availability zone.
+            type: str
+            default: topology.kubernetes.io/zone
+          prefix_namespace:
+            description:
+              - Name the hosts C(<namespace>.<name>) instead of C(<name>).
+              - Without it, two C(Cluster) objects of one name in different namespaces are an error (host names do
+                not change when a Cluster appears in another namespace).
+            type: bool
+            default: false
   credentials_dir:
     description:
       - The private directory (0700) where kubeconfigs built from Secrets are written (0600), one per host.
@@ -334,7 +369,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             except ImportError:
                 raise AnsibleParserError("%s: the cluster_api source is not part of this collection's version"
                                          % label) from None
-            return inventory_capi.discover(kube, spec)
+            return inventory_capi.discover(kube, spec, label=label)
         finally:
             kube.close()
 
