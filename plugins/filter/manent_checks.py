@@ -177,8 +177,8 @@ def manent_preflight(values, parts=None):
     ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
     api_server, client_cert, client_key, token, kubeconfig (whether one is set), env_connection (whether the host is
     reached through AWX's Kubernetes credential, K8S_AUTH_HOST), play_hosts (how many hosts the play targets);
-    artifact, artifact_types, artifact_name, version, source, sha256 (artifact); concurrency (apply); analysis_context, analysis_provider_url, traffic_analysis, traffic_steps,
-    wave_analysis (analysis)."""
+    artifact, artifact_types, artifact_name, version, source, sha256 (artifact); concurrency (apply);
+    analysis_context, analysis_provider_url, traffic_analysis, traffic_steps, wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
     if parts is None:
         parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency"),
