@@ -4,7 +4,7 @@
 #
 # The generated docs site (make docs): antsibull-docs `sphinx-init` and `collection` for manent.kubernetes
 # (module, filter plugin and role pages from their docs and meta/argument_specs.yml), README.md and docs/*.md
-# through myst-parser (hack/docs_site.py), then `sphinx-build -W --keep-going`: any warning fails the build.
+# through myst-parser (hack/docs_site.py), the release notes from changelogs/changelog.yaml (antsibull-changelog), then `sphinx-build -W --keep-going`: any warning fails the build.
 # Output: .build/docs-site/html/index.html (never committed). Needs no network but PyPI, once, for its
 # virtualenv: requirements-docs.txt plus the antsibull-docs and ansible-core pins of requirements-dev.txt,
 # cached in $MANENT_CACHE keyed by those pins. The collection is found through ANSIBLE_COLLECTIONS_PATH
@@ -22,6 +22,7 @@ PYTHON="${PYTHON:-$(bash "$root/hack/python.sh" 3.13)}"
 out="$root/.build/docs-site"
 export ANSIBLE_COLLECTIONS_PATH="${ANSIBLE_COLLECTIONS_PATH:-$root/.build/collections}"
 collection=manent.kubernetes
+CHANGELOG_PAGE=changelog.rst  # the release notes page (docs_site.py: RELEASE_NOTES)
 start=$(date +%s)
 
 fail() { echo "docs-site: $*" >&2; exit 1; }
@@ -72,6 +73,10 @@ antsibull-docs sphinx-init --use-current --squash-hierarchy --fail-on-error --de
 antsibull-docs --config-file "$site/antsibull-docs.cfg" collection --cleanup everything --fail-on-error --use-current \
   --squash-hierarchy --dest-dir "$site/rst" "$collection" >>"$log" 2>&1 \
   || { tail -n 40 "$log" >&2; fail "antsibull-docs could not generate the pages of $collection (above; full log: $log)"; }
+# The release notes page from changelogs/changelog.yaml, rendered by antsibull-changelog as it renders CHANGELOG.rst:
+# every release `antsibull-changelog release` recorded there (docs_site.py puts it in the index).
+antsibull-changelog generate --output "$site/rst/$CHANGELOG_PAGE" --output-format rst >>"$log" 2>&1 \
+  || { tail -n 20 "$log" >&2; fail "antsibull-changelog could not render changelogs/changelog.yaml (above)"; }
 python hack/docs_site.py "$site" "$root"
 
 # sphinx-init's conf.py is nitpicky (every reference must resolve); -W makes each warning an error.

@@ -7,7 +7,8 @@
 
 - README.md and docs/*.md (with their images) under rst/project/, read by myst-parser; their links to files
   outside the site point to the repository (galaxy.yml's `repository`).
-- a "Project documentation" table of contents at the end of the collection index (rst/index.rst).
+- a "Project documentation" table of contents at the end of the collection index (rst/index.rst), the release
+  notes first (rst/changelog.rst, which docs-site.sh renders from changelogs/changelog.yaml).
 - a local intersphinx inventory of the few docs.ansible.com labels and configuration environment variables the
   generated pages reference, so the build needs no network and those links still lead to docs.ansible.com.
 """
@@ -36,6 +37,7 @@ ANSIBLE_ENVVARS = ('ANSIBLE_CACHE_PLUGIN', 'ANSIBLE_CACHE_PLUGIN_CONNECTION', 'A
                    'ANSIBLE_CACHE_PLUGIN_TIMEOUT')
 INVENTORY = 'ansible_devel.inv'
 PROJECT_DIR = 'project'
+RELEASE_NOTES = 'changelog.rst'  # hack/docs-site.sh: CHANGELOG_PAGE
 LINK = re.compile(r'(\]\()([^)\s]+)(\))')
 
 CONF = '''
@@ -54,7 +56,8 @@ INDEX = '''
 Project documentation
 ---------------------
 
-The repository's README and docs/ (links to other files of the repository lead to {repository}).
+The release notes, and the repository's README and docs/ (links to other files of the repository lead to
+{repository}).
 
 .. toctree::
     :maxdepth: 1
@@ -104,7 +107,7 @@ def prepare(site, root):
     copied = set(files)
     target_dir = os.path.join(site, 'rst', PROJECT_DIR)
     os.makedirs(target_dir, exist_ok=True)
-    pages = []
+    pages = [RELEASE_NOTES[:-4]] if os.path.exists(os.path.join(site, 'rst', RELEASE_NOTES)) else []
     for source in files:
         destination = os.path.join(target_dir, posixpath.basename(source))
         if not source.endswith('.md'):

@@ -13,7 +13,13 @@ options:
     description:
       - The cluster's API server, as a host name/IP or an C(https://) URL.
       - In the roles this is the inventory host's C(manent_api_server) (default the host name).
-      - Required unless O(kubeconfig) is given.
+      - Required unless O(kubeconfig) is given, or the task runs with AWX's Kubernetes credential ("OpenShift or
+        Kubernetes API Bearer Token") - the environment variables it injects, read as kubernetes.core reads them -
+        C(K8S_AUTH_HOST) (the API server URL), C(K8S_AUTH_API_KEY) (its bearer token, read from the environment when
+        connecting, never a parameter), C(K8S_AUTH_VERIFY_SSL) (or C(K8S_AUTH_VALIDATE_CERTS); C(False), C(no) or
+        C(0) turns verification off, with a warning) and C(K8S_AUTH_SSL_CA_CERT) (or C(K8S_AUTH_CA_CERT), a CA
+        file). They are used only by a task given none of O(api_server), O(token), O(client_cert), O(client_key),
+        O(ca), O(ca_file), O(kubeconfig); a task given one of them warns that C(K8S_AUTH_HOST) is ignored.
     type: str
   port:
     description:
@@ -46,6 +52,8 @@ options:
   insecure_skip_tls_verify:
     description:
       - Do not verify the API server's certificate. For development only.
+      - Every task that does not verify the certificate warns, on success and on failure - turned off by this option,
+        by C(insecure-skip-tls-verify) in the cluster of the O(kubeconfig) context, or by C(K8S_AUTH_VERIFY_SSL).
     type: bool
     default: false
   kubeconfig:

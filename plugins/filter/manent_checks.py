@@ -57,9 +57,15 @@ def _common(v):
          "host %s uses plain http; use the host name or an https:// URL" % host),
         ("manent_client_key", has_cert == has_key,
          "host %s sets only one of manent_client_cert and manent_client_key; set both or neither" % host),
-        ("manent_token", bool(_text(v.get("token"))) or has_cert or v.get("kubeconfig") is True,
+        ("manent_token", bool(_text(v.get("token"))) or has_cert or v.get("kubeconfig") is True
+         or v.get("env_connection") is True,
          "host %s has neither a token nor a client certificate; set manent_token (vault string, file:/path or "
          "env:NAME), manent_client_cert and manent_client_key, or manent_kubeconfig" % host),
+        ("K8S_AUTH_HOST", v.get("env_connection") is not True or _int(v.get("play_hosts")) <= 1,
+         "AWX's Kubernetes credential reaches one cluster, and host %s, which has no connection variables of its "
+         "own, would use it in a play of %d hosts; give each host manent_kubeconfig (and manent_context) or "
+         "manent_api_server and manent_token (a custom credential type per cluster: docs/role.md, AWX), or run the "
+         "job on one host" % (host, _int(v.get("play_hosts")))),
     ]
 
 
@@ -158,9 +164,10 @@ def manent_preflight(values, parts=None):
     """The rules of the role's preflight that ``values`` break, as "variable: what to do" lines; the common rules
     always, the rules of ``parts`` ("artifact", "apply") too, by default the parts whose values are given.
     ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
-    api_server, client_cert, client_key, token, kubeconfig (whether one is set); artifact, artifact_types, artifact_name, version, source, sha256
-    (artifact); concurrency (apply); analysis_context, analysis_provider_url, traffic_analysis, traffic_steps,
-    wave_analysis (analysis)."""
+    api_server, client_cert, client_key, token, kubeconfig (whether one is set), env_connection (whether the host is
+    reached through AWX's Kubernetes credential, K8S_AUTH_HOST), play_hosts (how many hosts the play targets);
+    artifact, artifact_types, artifact_name, version, source, sha256 (artifact); concurrency (apply);
+    analysis_context, analysis_provider_url, traffic_analysis, traffic_steps, wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
     if parts is None:
         parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: manent_analysis
 short_description: Judge a rollout step by metric checks against Prometheus, with one verdict that explains itself
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Runs a list of checks against the Prometheus HTTP API (C(/api/v1/query)) and returns one verdict, C(Successful),
     C(Failed), C(Inconclusive) or C(Error), with per check the rendered queries, the evaluation time, the values with

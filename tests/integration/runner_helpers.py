@@ -100,6 +100,19 @@ def write_inventory_script(inventory, path):
     return path
 
 
+def awx_environment(cluster, ca_file=None):
+    """The variables AWX's "OpenShift or Kubernetes API Bearer Token" credential injects into a job
+    (awx/main/models/credential/injectors.py, kubernetes_bearer_token) for ``cluster`` with Verify SSL on and its CA
+    (``ca_file``: another CA file; "": none, which AWX turns into K8S_AUTH_VERIFY_SSL=False, whatever Verify SSL
+    says)."""
+    ca_file = cluster.ca_file if ca_file is None else ca_file
+    env = {"K8S_AUTH_HOST": cluster.url, "K8S_AUTH_API_KEY": cluster.token,
+           "K8S_AUTH_VERIFY_SSL": "True" if ca_file else "False"}
+    if ca_file:
+        env["K8S_AUTH_SSL_CA_CERT"] = ca_file
+    return env
+
+
 def run_job(jobs_dir, project, inventory, playbook, extravars, envvars=None, limit=None, cmdline=None,
             verbosity=0, cancel=None, event_handler=None):
     """Run ``playbook`` (of ``project``) as one AWX job: a fresh private data directory under ``jobs_dir`` with a copy

@@ -28,7 +28,7 @@ from tests.integration.inventory_helpers import (
 from tests.integration.playbook_helpers import (
     artifact, base_vars, labelled_history, run_playbook, shop_vars, write_inventory)
 from tests.integration.module_helpers import packaged_chart
-from tests.integration.runner_helpers import run_job, write_project
+from tests.integration.runner_helpers import awx_environment, run_job, write_project
 from tests.reliability import record
 
 pytestmark = pytest.mark.integration
@@ -47,19 +47,21 @@ def _wrapper(tmp_path):
     return str(path), dump
 
 
-def _deploy_then_fail(tmp_path, namespaces, inventory, cluster, name):
+def _deploy_then_fail(tmp_path, namespaces, inventory, cluster, name, env=None):
     """A chart with a Secret deployed through ansible-playbook -vvv --diff, then a deploy that fails (a values
-    layer helm refuses: the message is helm's), both with the Secret value in the values; (runs, helm dump file)."""
+    layer helm refuses: the message is helm's), both with the Secret value in the values (and ``env`` added to the
+    environment); (runs, helm dump file)."""
     chart = packaged_chart(tmp_path, {"secret.yaml": TEMPLATE}, name=name)
     helm, dump = _wrapper(tmp_path)
     extra = base_vars(tmp_path, namespaces, deploy_application=name,
                       deploy_artifact=artifact(name, "0.1.0", chart), deploy_helm_command=helm,
                       deploy_helm_values="password: %s\nmode: one\n" % SECRET_VALUE)
-    runs = [run_playbook("deploy", inventory, extra, tmp_path, limit=cluster.name, diff=True, verbosity=3)]
+    runs = [run_playbook("deploy", inventory, extra, tmp_path, limit=cluster.name, diff=True, verbosity=3, env=env)]
     assert runs[0].rc == 0, runs[0].explain()
     failing = dict(extra, deploy_artifact=artifact(name, "0.2.0", chart),
                    deploy_helm_values="password: %s\nmode: [x\n" % SECRET_VALUE)
-    runs.append(run_playbook("deploy", inventory, failing, tmp_path, limit=cluster.name, diff=True, verbosity=3))
+    runs.append(run_playbook("deploy", inventory, failing, tmp_path, limit=cluster.name, diff=True, verbosity=3,
+                             env=env))
     assert runs[1].rc != 0, runs[1].explain()
     return runs, dump
 
@@ -138,6 +140,26 @@ def test_no_exec_token_in_any_channel(clusters, inventory_path, namespaces, tmp_
     pieces = sorted({token[i:i + 8] for token in tokens for i in range(len(token) - 7)})
     channels = _credential_channels(runs, dump, "an exec credential", "exec credential")
     _assert_absent(channels, pieces + [SECRET_VALUE], "exec token pieces and Secret value")
+
+
+def test_no_awx_credential_token_in_any_channel(clusters, inventory_path, namespaces, tmp_path):
+    """The same channels with the cluster reached through AWX's Kubernetes credential (K8S_AUTH_HOST,
+    K8S_AUTH_API_KEY, ... in the environment; no connection host variables), and an AWX job (ansible-runner) with
+    that environment: its events and stdout too."""
+    cluster = clusters[0]
+    inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={
+        cluster.name: {"manent_api_server": "", "manent_token": "", "manent_ca_file": ""}})
+    env = awx_environment(cluster)
+    runs, dump = _deploy_then_fail(tmp_path, namespaces, inventory, cluster, "awxed", env=env)
+    channels = _credential_channels(runs, dump, "AWX's Kubernetes credential", "AWX credential")
+    job = run_job(tmp_path / "jobs", write_project(str(tmp_path / "project")), inventory, "deploy",
+                  shop_vars(tmp_path / "job", namespaces, "1.0.0", "hello"), envvars=env, limit=cluster.name,
+                  verbosity=3)
+    assert job.rc == 0, job.explain()
+    assert cluster.get("v1", "ConfigMap", namespaces, "shop-config") is not None
+    channels.update({"ansible-runner events (AWX credential)": job.events_text,
+                     "ansible-runner stdout (AWX credential)": job.stdout})
+    _assert_absent(channels, [cluster.token, SECRET_VALUE], "AWX credential token and Secret value")
 
 
 def _assert_no_piece(channels, values, what):

@@ -124,3 +124,38 @@ def test_role_warns_once_per_cluster_whose_certificate_is_not_verified(clusters,
         record("tls", case, False, source=__name__)
         raise
     record("tls", case, True, source=__name__)
+
+
+def test_a_kubeconfig_that_skips_verification_warns_as_the_option_does(cluster, namespace, inventory_path,
+                                                                       tmp_path):
+    """``insecure-skip-tls-verify: true`` in the kubeconfig's cluster (no certificate-authority, so only the skipped
+    verification lets it through): the module warns on success and on failure, naming the kubeconfig, and
+    the role (on the controller) warns once; the same kubeconfig verifying with the right CA does not warn."""
+    case = "kubeconfig insecure-skip-tls-verify warns like insecure_skip_tls_verify (module and role)"
+    from tests.integration.exec_helpers import kubeconfig
+    wanted = "TLS verification of the API server %s is turned off (insecure-skip-tls-verify of cluster" % cluster.url
+    try:
+        unverified = kubeconfig(cluster, tmp_path / "unverified", {"token": cluster.token},
+                                **{"certificate-authority": None, "insecure-skip-tls-verify": True})
+        args = {**connection(cluster, namespace, tmp_path), "api_server": None, "token": None, "ca_file": None,
+                "kubeconfig": unverified, "operation": "list"}
+        failed, result = run_module("manent_history", tmp_path, **args)
+        assert not failed, result
+        assert wanted in str(result.get("warnings")), result
+        failed, result = run_module("manent_history", tmp_path, **{**args, "keep_releases": 1, "operation": "rollback"})
+        assert failed and wanted in str(result.get("warnings")), result
+        assert cluster.token not in str(result)
+        verified = kubeconfig(cluster, tmp_path / "verified", {"token": cluster.token})
+        failed, result = run_module("manent_history", tmp_path, **{**args, "kubeconfig": verified})
+        assert not failed and "is turned off" not in str(result.get("warnings")), result
+
+        inventory = write_inventory(inventory_path, str(tmp_path / "inventory.yml"), host_vars={cluster.name: {
+            "manent_api_server": "", "manent_token": "", "manent_ca_file": "", "manent_kubeconfig": unverified}})
+        run = run_playbook("deploy", inventory, shop_vars(tmp_path / "role", namespace, "1.0.0", "hello"),
+                           tmp_path / "role", limit=cluster.name)
+        assert run.rc == 0, run.explain()
+        assert " ".join(run.output.split()).count(wanted) == 1, run.explain()
+    except BaseException:
+        record("tls", case, False, source=__name__)
+        raise
+    record("tls", case, True, source=__name__)

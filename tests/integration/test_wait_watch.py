@@ -4,7 +4,8 @@
 """Waits that observe (engine/wait.py, cluster/watch.py) on the real local clusters: hook Jobs that their TTL
 deletes as soon as they finished count with their real outcome, every time; a failed one fails the deploy with the
 Job's reason; a WATCH from a resourceVersion the server no longer holds (410) re-lists and goes on; a dropped WATCH
-connection resumes from the last resourceVersion; credentials that may LIST but not WATCH are polled. The API server
+connection resumes from the last resourceVersion; a WATCH refused because its exec credential stopped working (401)
+resumes with a fresh one; credentials that may LIST but not WATCH are polled. The API server
 restarted during a wait is in test_faults.py, the public ingress-nginx chart with TTL'd hooks in
 test_public_charts.py.
 
@@ -18,15 +19,18 @@ import threading
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
+from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import ConnectionOptions, Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discovery import Discovery
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.live import LiveReader
+from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import watch
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.watch import Collection, Observer
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import wait_for
 from tests.helpers import chart_path, helm_binary
 from tests.integration import deploy_helpers as h
+from tests.integration.exec_helpers import Plugin, exec_user, grant, kubeconfig
 from tests.objects import NEVER_READY, configmap, deployment
+from tests.reliability import record
 
 import tcpproxy  # noqa: E402  pylint: disable=wrong-import-order,import-error  # hack/, put on the path by tests.helpers
 
@@ -139,6 +143,60 @@ def test_a_dropped_watch_connection_resumes_from_the_last_resource_version(clust
     assert [e["status"] for e in outcome["entries"]] == ["Current"]
     counts = observer.counts()
     assert counts["resumed"] >= 1 and counts["relisted"] == 0 and counts["lists"] == 1, counts
+
+
+def test_a_watch_refused_for_an_expired_credential_resumes_with_a_fresh_one(cluster, namespace, tmp_path,
+                                                                            monkeypatch):
+    """A wait through a kubeconfig exec credential (tests/integration/exec_plugin.py) watches a Deployment that is
+    not ready; the ServiceAccount of the token the plugin handed out is deleted, so the server refuses the token (401)
+    when the WATCH it ended is resumed. Once the wait's WATCH is open it is the wait's only request, so the plugin's
+    run for the new ServiceAccount is that WATCH's 401 renewing the credential. The Deployment becomes ready only
+    after that run; the wait sees it through the WATCH resumed with the new token (no polling, no re-list)."""
+    grant(cluster, namespace, ["deployer-1", "deployer-2"])
+    plugin = Plugin(cluster, namespace, tmp_path / "plugin", lifetime=600)  # only a 401 renews it
+    objects = _never_ready(cluster, tmp_path, namespace)
+    monkeypatch.setattr(watch, "WATCH_SECONDS", 4)  # the server ends each WATCH after 4 s: it is resumed often
+    config = kubeconfig(cluster, tmp_path / "kubeconfig", exec_user(plugin))
+    kube = Kube(ConnectionOptions(server="", kubeconfig=config, cache_dir=str(tmp_path / "credentials")))
+    observer = Observer(LiveReader(kube, Discovery(kube)))
+    outcome = {}
+
+    def run():
+        try:
+            outcome["entries"] = wait_for(objects, None, timeout=150, watch=observer)
+        except Exception as exc:  # pylint: disable=broad-except  # asserted below
+            outcome["error"] = exc
+
+    def accounts():
+        return [entry["sa"] for entry in plugin.runs()]
+
+    waiter = threading.Thread(target=run, daemon=True)
+    try:
+        waiter.start()
+        cluster.wait(lambda: observer.counts().get("watches", 0) >= 1, what="the first watch")
+        assert accounts() == ["deployer-1"], accounts()
+        plugin.use("deployer-2")
+        cluster.delete("v1", "ServiceAccount", namespace, "deployer-1")
+        cluster.wait(lambda: "deployer-2" in accounts() or not waiter.is_alive(), timeout=90,
+                     what="the plugin run again after the WATCH's 401")
+        assert waiter.is_alive(), outcome  # still waiting: the Deployment is not ready yet
+        watches = observer.counts()["watches"]
+        cluster.wait(lambda: observer.counts()["watches"] > watches, what="a WATCH opened with the new token")
+        _make_ready(cluster, namespace)
+        waiter.join(120)
+    finally:
+        kube.close()
+    case = "exec credential refused mid-WATCH (ServiceAccount deleted): plugin run again, the WATCH resumed"
+    counts = observer.counts()
+    try:
+        assert "error" not in outcome, outcome.get("error")
+        assert [e["status"] for e in outcome["entries"]] == ["Current"], outcome
+        assert accounts() == ["deployer-1", "deployer-2"], accounts()  # once at the start, once after the 401
+        assert counts["resumed"] >= 2 and counts["polls"] == 0 and counts["relisted"] == 0, counts
+    except BaseException:
+        record("fault", case, False, source=__name__)
+        raise
+    record("fault", case, True, detail="plugin runs %s; watch counts %s" % (accounts(), counts), source=__name__)
 
 
 def test_credentials_that_may_list_but_not_watch_are_polled(cluster, namespace, tmp_path):

@@ -15,6 +15,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.discover
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.events import Recorder, record_ref
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError, ManentError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import Release, ReleaseKey
+from ansible_collections.manent.kubernetes.plugins.module_utils.base import k8s_auth_env
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks.option_names import (
     OPTION_NAMES_SPEC, error_message, names_of)
 
@@ -73,8 +74,12 @@ def connection(params):
             retry_time=retry_time(params), cache_dir=os.path.join(work_dir(params), "credentials"),
             pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
     if not params.get("api_server"):
+        env = environment_connection(params)
+        if env is not None:
+            return _env_options(params, env)
         raise InputError("no API server given: set api_server, or kubeconfig (and context)", subject="api_server",
-                         hint="give the cluster's https:// URL, or a kubeconfig whose context reaches it")
+                         hint="give the cluster's https:// URL, or a kubeconfig whose context reaches it (or, for a "
+                              "job of one cluster, AWX's Kubernetes credential: K8S_AUTH_HOST and K8S_AUTH_API_KEY)")
     return ConnectionOptions(
         server=params["api_server"], port=params["port"], token=params.get("token") or "",
         client_cert=params.get("client_cert") or "", client_key=params.get("client_key") or "",
@@ -82,6 +87,27 @@ def connection(params):
         insecure_skip_tls_verify=params["insecure_skip_tls_verify"], timeout=params["request_timeout"],
         retry_time=retry_time(params),
         # a connection kept for each request a task may send at once (manent_apply's concurrency)
+        pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
+
+
+def environment_connection(params):
+    """The API server of the environment (AWX's Kubernetes credential: base/k8s_auth_env.py) when the task is given
+    no connection of its own (no kubeconfig, none of ``STATIC_CONNECTION``), else None."""
+    if params.get("kubeconfig") or static_connection(params):
+        return None
+    return k8s_auth_env.read()
+
+
+def _env_options(params, env):
+    if not env.token:
+        raise InputError("%s is set (%s) but %s is not: no credential for it" % (
+            k8s_auth_env.HOST, env.host, k8s_auth_env.API_KEY), subject="connection",
+            hint="give AWX's OpenShift or Kubernetes API Bearer Token credential its token, or the task its own "
+                 "connection (api_server and token, or kubeconfig)")
+    return ConnectionOptions(
+        server=env.host, port=443, token=env.token, ca_file=env.ca_file,
+        insecure_skip_tls_verify=params["insecure_skip_tls_verify"] or not env.verify,
+        timeout=params["request_timeout"], retry_time=retry_time(params),
         pool_size=max(ConnectionOptions.pool_size, params.get("concurrency") or 0))
 
 
@@ -134,37 +160,69 @@ def release(params, version, deployment=""):
     return Release(release_key(params), version=version, deployment=deployment or "")
 
 
-INSECURE_WARNING = ("TLS verification of the API server %s is turned off (insecure_skip_tls_verify): anyone on the "
-                    "network path can read the credentials and change what is deployed; give the cluster CA (ca / "
-                    "ca_file) instead, and keep this for development clusters only")
+INSECURE_TEXT = ("TLS verification of the API server %s is turned off (%s): anyone on the network path can read the "
+                 "credentials and change what is deployed; %s instead, and keep this for development clusters only")
+INSECURE_WARNING = INSECURE_TEXT % ("%s", "insecure_skip_tls_verify", "give the cluster CA (ca / ca_file)")
 
 
 def insecure_warning(params):
-    """The warning every run with ``insecure_skip_tls_verify`` gets, or None: the module path (exit_result and fail)
-    and the controller path (plugins/plugin_utils/controller_task.py) both send it, on success and on failure."""
+    """The warning every run that does not verify the API server's certificate gets, or None: the module path
+    (exit_result and fail) and the controller path (plugins/plugin_utils/controller_task.py) both send it, on
+    success and on failure. Turned off by ``insecure_skip_tls_verify``, by ``insecure-skip-tls-verify`` in the
+    cluster of the kubeconfig's context, or by K8S_AUTH_VERIFY_SSL (AWX's Kubernetes credential)."""
     params = params or {}
     if params.get("insecure_skip_tls_verify"):
         return INSECURE_WARNING % (params.get("api_server") or "of context %r" % (params.get("context") or "(current)"))
+    if params.get("kubeconfig") and not static_connection(params):
+        return _kubeconfig_insecure(params)
+    env = environment_connection(params)
+    if env is not None and not env.verify:
+        return INSECURE_TEXT % (env.host, "%s is false" % env.verify_name,
+                                "give AWX's Kubernetes credential the cluster's CA (Certificate Authority data) with "
+                                "Verify SSL on (without a CA, AWX sets %s to False)" % k8s_auth_env.VERIFY[1])
     return None
 
 
+def _kubeconfig_insecure(params):
+    """The warning for a kubeconfig context whose cluster sets insecure-skip-tls-verify, or None (also when the
+    kubeconfig cannot be read: the task reports that itself)."""
+    from ansible_collections.manent.kubernetes.plugins.module_utils.base import kubeconfig
+    try:
+        target = kubeconfig.load(params["kubeconfig"], params.get("context") or "")
+    except (ManentError, OSError):
+        return None
+    if not target.insecure_skip_tls_verify:
+        return None
+    cause = "insecure-skip-tls-verify of cluster %r, %s" % (target.cluster_name, target.where())
+    return INSECURE_TEXT % (target.server or "of %s" % target.where(), cause,
+                            "give the cluster's certificate-authority-data (or certificate-authority) in the "
+                            "kubeconfig")
+
+
 BOTH_WARNING = ("%s and %s are both set: %s used, %s ignored (set one or the other for a host)")
+ENV_NAME = "%s (AWX's Kubernetes credential)" % k8s_auth_env.HOST
 
 
 def connection_warnings(params):
-    """The warnings about how a task reaches its cluster (insecure TLS; a kubeconfig given with the static options,
-    which win), named as the task's ``option_names`` say; sent on success and on failure, like insecure_warning."""
+    """The warnings about how a task reaches its cluster (TLS not verified; a kubeconfig given with the static
+    options, which win; AWX's Kubernetes credential in the environment of a task given its own connection, which
+    wins), named as the task's ``option_names`` say; sent on success and on failure, like insecure_warning."""
     params = params or {}
     warnings = []
     insecure = insecure_warning(params)
     if insecure:
         warnings.append(insecure)
-    static = static_connection(params) if params.get("kubeconfig") else []
-    if static:
-        names = names_of(params)
+    names = names_of(params)
+    static = static_connection(params)
+    if static and params.get("kubeconfig"):
         given = ", ".join(names.get(name, name) for name in static)
         kubeconfig = names.get("kubeconfig", "kubeconfig")
         warnings.append(BOTH_WARNING % (kubeconfig, given, given + (" are" if len(static) > 1 else " is"), kubeconfig))
+    own = static or (["kubeconfig"] if params.get("kubeconfig") else [])
+    if own and k8s_auth_env.read() is not None:
+        given = ", ".join(names.get(name, name) for name in own)
+        warnings.append(BOTH_WARNING % (ENV_NAME, given, given + (" are" if len(own) > 1 else " is"),
+                                        k8s_auth_env.HOST))
     return warnings
 
 
