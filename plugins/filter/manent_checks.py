@@ -61,11 +61,11 @@ def _common(v):
          or v.get("env_connection") is True,
          "host %s has neither a token nor a client certificate; set manent_token (vault string, file:/path or "
          "env:NAME), manent_client_cert and manent_client_key, or manent_kubeconfig" % host),
-        ("K8S_AUTH_HOST", v.get("env_connection") is not True or _int(v.get("play_hosts")) <= 1,
+        ("K8S_AUTH_HOST", v.get("env_connection") is not True or as_int(v.get("play_hosts")) <= 1,
          "AWX's Kubernetes credential reaches one cluster, and host %s, which has no connection variables of its "
          "own, would use it in a play of %d hosts; give each host manent_kubeconfig (and manent_context) or "
          "manent_api_server and manent_token (a custom credential type per cluster: docs/role.md, AWX), or run the "
-         "job on one host" % (host, _int(v.get("play_hosts")))),
+         "job on one host" % (host, as_int(v.get("play_hosts")))),
     ]
 
 
