@@ -14,6 +14,8 @@ phase).
 ``hosts | manent_history_lines(hostvars, wave_by)``: the release in service and the records (history phase).
 ``hosts | manent_audit_lines(hostvars)``: the audit findings per cluster, each finding as a note.
 ``manent_traffic_rows(results)``: the rows of the traffic summary from the per-cluster results.
+``manent_traffic_lines(summary)``: the traffic summary ({host: result}) as lines: its table, the messages, the
+analysis lines.
 ``outcome | manent_cluster_result(base, render, failed, version)``: one cluster's entry of the deploy/rollback
 summary from manent_apply's (or rollback's) result: docs/requirements.md §11's ``status`` and ``details`` plus the flat fields
 of the printed table (version, counts, seconds, ...). Only this operation's result: nothing is carried over.
@@ -377,6 +379,18 @@ def manent_traffic_rows(results):
     return rows
 
 
+def manent_traffic_lines(summary):
+    """The traffic summary ({host: result}) as lines: the table of manent_traffic_rows (a host without a result as
+    ``not started``), then each cluster's message, then the analysis line of each cluster that has an analysis and
+    no message (a failure's message already says why)."""
+    results = [dict(_mapping(result) or {"status": "not started"}, host=_mapping(result).get("host") or host)
+               for host, result in (summary or {}).items()]
+    return (manent_table(manent_traffic_rows(results))
+            + [str(result["message"]) for result in results if result.get("message")]
+            + ["%s: %s" % (result["host"], _analysis_note(result)) for result in results
+               if not result.get("message") and _analysis_note(result)])
+
+
 class FilterModule:
     def filters(self):
         return {"manent_table": manent_table, "manent_seconds": manent_seconds,
@@ -385,4 +399,5 @@ class FilterModule:
                 "manent_checkpoint_keys": manent_checkpoint_keys,
                 "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
                 "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
+                "manent_traffic_lines": manent_traffic_lines,
                 "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves}

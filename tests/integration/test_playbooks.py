@@ -42,7 +42,8 @@ def _greeting(cluster, namespace):
 # --------------------------------------------------------------------------- static checks (no cluster)
 
 
-ENTRY_POINTS = ("main", "plan", "wave", "waves", "rollback", "checkpoint", "audit", "history", "traffic")
+ENTRY_POINTS = ("main", "plan", "wave_deploy", "wave_plan", "rollback", "checkpoint", "audit", "history", "traffic",
+                "wave", "waves")  # the last two: deprecated names of wave_deploy and wave_plan
 # A role variable in task text: public deploy_*, internal _deploy_*, registered __deploy_* (not manent_deploy_waves).
 VARIABLE = re.compile(r"(?<![A-Za-z0-9_])(_{0,2}deploy_[a-z0-9_]+)")
 INCLUDES = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
@@ -133,7 +134,7 @@ def test_argument_specs_mirror_defaults_and_each_entry_point_lists_its_own_varia
 
 def test_entry_point_variables_follow_includes_and_internal_values():
     """The check above can fail: rollback reaches deploy_rollback_to only through an import's vars, deploy_tenant
-    only through phases/rollback.yml, deploy_artifact only through vars/main.yml (_deploy_application)."""
+    only through phases/rollback_reapply.yml, deploy_artifact only through vars/main.yml (_deploy_application)."""
     files = [os.path.relpath(path, os.path.join(ROLE, "tasks")) for path in entry_point_files("traffic")]
     assert "phases/traffic_step.yml" in files and "phases/preflight.yml" in files
     rollback = entry_point_variables("rollback")

@@ -16,7 +16,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result im
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
     FilterModule, as_int, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
     manent_history_lines, manent_run,
-    manent_seconds, manent_summary_lines, manent_table, manent_traffic_rows)
+    manent_seconds, manent_summary_lines, manent_table, manent_traffic_lines, manent_traffic_rows)
 
 
 def test_table_aligns_columns_and_trims_the_end():
@@ -59,6 +59,29 @@ def test_traffic_rows():
         ["eu1a", "step", "done", "1.0.0 (a)", "2.0.0 (b)", "90/10", "yes"],
         ["us1a", "step", "failed", "-", "-", "-", "no"],
     ]
+
+
+def test_traffic_lines_table_then_messages_then_analyses():
+    summary = {
+        "eu1a": {"host": "eu1a", "operation": "step", "status": "done", "message": "",
+                 "outcome": {"changed": True, "weights": {"a": 90, "b": 10},
+                             "history": {"in_service": {"version": "1.0.0", "slot": "a"},
+                                         "candidate": {"version": "2.0.0", "slot": "b"}}},
+                 "analysis": {"verdict": "Successful", "reason": "every check passed"}},
+        "eu1b": {"host": "eu1b", "operation": "step", "status": "failed", "outcome": {},
+                 "message": "eu1b: analysis Failed: error rate 0.2 > 0.05",
+                 "analysis": {"verdict": "Failed", "reason": "error rate"}},
+        "us1a": None,
+    }
+    assert manent_traffic_lines(summary) == [
+        "host  operation  status       in service  candidate  weights a/b  changed",
+        "eu1a  step       done         1.0.0 (a)   2.0.0 (b)  90/10        yes",
+        "eu1b  step       failed       -           -          -            no",
+        "us1a  -          not started  -           -          -            no",
+        "eu1b: analysis Failed: error rate 0.2 > 0.05",
+        "eu1a: analysis Successful: every check passed",
+    ]
+    assert manent_traffic_lines({}) == manent_table([manent_traffic_rows([])[0]])
 
 
 def test_summary_lines_table_then_notes():
@@ -160,7 +183,7 @@ def test_filters_are_registered():
         "manent_audit_lines", "manent_checkpoint_keys", "manent_checkpoint_lines", "manent_cluster_result",
         "manent_file_sha256",
         "manent_history_lines", "manent_run", "manent_seconds", "manent_summary_groups", "manent_summary_lines",
-        "manent_table", "manent_traffic_rows", "manent_waves"]
+        "manent_table", "manent_traffic_lines", "manent_traffic_rows", "manent_waves"]
 
 
 BASE = {"host": "eu1a", "region": "eu-1", "az": "eu-1a", "namespace": "shop"}
