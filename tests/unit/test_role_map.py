@@ -87,7 +87,7 @@ def test_a_new_phase_makes_the_map_stale(copy, role_map):
           ansible.builtin.set_fact:
             _deploy_extra: true
         """})
-    with open(copy / "roles/deploy/tasks/wave.yml", "a", encoding="utf-8") as handle:
+    with open(copy / "roles/deploy/tasks/wave_deploy.yml", "a", encoding="utf-8") as handle:
         handle.write("\n- name: Extra\n  ansible.builtin.import_tasks: phases/extra.yml\n")
     assert _stale(role_map) == ["docs/role-map.md", "docs/architecture.md"]
     assert role_map.main(["--check"]) == 1
@@ -108,7 +108,7 @@ def test_a_renamed_phase_makes_the_map_stale(copy, role_map):
 
 
 def test_a_phase_that_produces_another_fact_makes_the_map_stale(copy, role_map):
-    path = copy / "roles/deploy/tasks/phases/waves.yml"
+    path = copy / "roles/deploy/tasks/phases/wave_numbers.yml"
     text = _read(copy, path)
     assert "_deploy_wave_sizes:" in text
     with open(path, "w", encoding="utf-8") as handle:
