@@ -46,7 +46,6 @@ CHECKPOINT_TITLES = {"version": "version in service", "artifact": "artifact sha2
 ARTIFACT_SHOWN = 12  # hex digits of an artifact's sha256 the checkpoint table shows
 HISTORY_HEADER = ["host", None, "in service", "deployment", "records (newest first)"]
 AUDIT_HEADER = ["host", "artifact", "artifact warnings", "history removed", "history deprecated"]
-CHECKPOINT_FIELD = "_deploy_checkpoint_release"  # the host variable of the release in service
 TRAFFIC_HEADER = ["host", "operation", "status", "in service", "candidate", "weights a/b", "changed"]
 
 
@@ -271,8 +270,11 @@ def manent_run(summary, operation="deploy"):
 def _in_service(host_vars, field):
     """The release in service that a host's variable ``field`` holds (a dotted path such as
     ``__deploy_render.in_service``), None when nothing is in service."""
+    if not field:
+        raise AnsibleFilterError("the checkpoint filters need field: the host variable that holds the release in "
+                                 "service, e.g. __deploy_render.in_service")
     value = host_vars
-    for part in (field or CHECKPOINT_FIELD).split("."):
+    for part in field.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None  # hostvars' entries are Mappings, not dicts
         if value is None:
             return None

@@ -115,7 +115,7 @@ def test_a_note_with_line_breaks_becomes_several_lines():
 
 HOSTVARS = {
     "eu1a": {"region": "eu-1", "az": "eu-1a",
-             "_deploy_checkpoint_release": {"version": "2.0.0", "deployment": "d2", "slot": ""},
+             "in_service": {"version": "2.0.0", "deployment": "d2", "slot": ""},
              "_deploy_history": {"host": "eu1a", "in_service": {"version": "2.0.0", "deployment": "d2"},
                                  "records": ["2.0.0 deployed", "1.0.0 superseded"]},
              "_deploy_audit": {"host": "eu1a", "artifact": "error", "artifact_error": "rendering failed",
@@ -124,7 +124,7 @@ HOSTVARS = {
                                             "level": "error", "message": "policy/v1beta1 is removed"},
                                            {"version": "1.0.0", "object": "HorizontalPodAutoscaler/ns/web",
                                             "level": "warning", "message": "autoscaling/v2beta2 is deprecated"}]}},
-    "us1a": {"region": "us-1", "_deploy_checkpoint_release": None,
+    "us1a": {"region": "us-1", "in_service": None,
              "_deploy_history": {"host": "us1a", "in_service": None, "records": []},
              "_deploy_audit": {"host": "us1a", "artifact": "not checked", "artifact_error": "",
                                "artifact_warnings": [], "history": []}},
@@ -133,7 +133,7 @@ HOSTVARS = {
 
 
 def test_checkpoint_lines_group_the_clusters_by_release_in_service():
-    assert manent_checkpoint_lines(["eu1a", "us1a", "new1"], HOSTVARS, ["version", "deployment"]) == [
+    assert manent_checkpoint_lines(["eu1a", "us1a", "new1"], HOSTVARS, ["version", "deployment"], "in_service") == [
         "version in service  deployment  clusters  hosts",
         "2.0.0               d2          1         eu1a",
         "(none)              -           2         us1a, new1",
@@ -142,18 +142,18 @@ def test_checkpoint_lines_group_the_clusters_by_release_in_service():
 
 def test_checkpoint_lines_of_a_fleet_are_host_ranges_and_show_the_namespaces_only_when_they_differ():
     digest = "ab" * 32
-    hostvars = {"c%03d" % n: {"_deploy_checkpoint_release": {"version": "2.0.0" if n <= 10 else "1.0.0",
+    hostvars = {"c%03d" % n: {"in_service": {"version": "2.0.0" if n <= 10 else "1.0.0",
                                                              "artifact": digest}} for n in range(1, 100)}
-    hostvars["c100"] = {"_deploy_checkpoint_release": None}
+    hostvars["c100"] = {"in_service": None}
     hosts = sorted(hostvars)
-    assert manent_checkpoint_lines(hosts, hostvars, ["version", "artifact"], namespace="shop") == [
+    assert manent_checkpoint_lines(hosts, hostvars, ["version", "artifact"], "in_service", namespace="shop") == [
         "version in service  artifact sha256  clusters  hosts",
         "2.0.0               abababababab     10        c001..c010",
         "1.0.0               abababababab     89        c011..c099",
         "(none)              -                1         c100",
     ]
     hostvars["c100"]["deploy_namespace"] = "shop-b"
-    assert manent_checkpoint_lines(hosts, hostvars, ["version"], namespace="shop")[-1] == \
+    assert manent_checkpoint_lines(hosts, hostvars, ["version"], "in_service", namespace="shop")[-1] == \
         "(none)              shop-b     1         c100"
 
 
@@ -254,7 +254,7 @@ def test_checkpoint_keys_are_the_distinct_releases_in_service():
     assert manent_checkpoint_keys(["a", "b", "c", "d"], hostvars, ["version", "deployment"], "r.in_service") == ["1 / x"]
     assert manent_checkpoint_keys(["a", "e"], hostvars, ["version"], "r.in_service") == ["1"]
     assert manent_checkpoint_keys(["a", "e"], hostvars, ["version", "deployment"], "r.in_service") == ["1 / x", "1 / y"]
-    assert manent_checkpoint_keys(["us1a", "eu1a"], HOSTVARS, ["version"]) == ["2.0.0"]  # _deploy_checkpoint_release
+    assert manent_checkpoint_keys(["us1a", "eu1a"], HOSTVARS, ["version"], "in_service") == ["2.0.0"]
 
 
 def test_the_checkpoint_compares_the_artifact_only_where_every_release_records_it():
@@ -297,3 +297,10 @@ def test_the_release_namespace_created_is_a_change_not_an_object():
     own = DeployResult(status="deployed", namespace="shop", release="1.0.0", previous="",
                        changes=[Change("Namespace/shop", CREATED), Change("ConfigMap/shop/a", CREATED)])
     assert own.objects == 2 and not own.to_dict()["details"]["namespace_created"]
+
+
+def test_the_checkpoint_filters_need_the_variable_that_holds_the_release_in_service():
+    for call in (lambda: manent_checkpoint_keys(["us1a"], HOSTVARS, ["version"]),
+                 lambda: manent_checkpoint_lines(["us1a"], HOSTVARS, ["version"])):
+        with pytest.raises(AnsibleFilterError, match="field: the host variable that holds the release in service"):
+            call()
