@@ -74,13 +74,13 @@ def test_a_deploy_whose_predecessor_changed_before_it_held_the_lock_stops_and_a_
     second = render_bundle(cluster, tmp_path, release("2"), namespace, version="2.0.0")
     third = render_bundle(cluster, tmp_path, release("3"), namespace, version="3.0.0")
     late = deployer(cluster, holder="job-2", prune=True, wait_timeout=60)
-    verify = late.applier.verify
+    verify = late.context.applier.verify
 
     def other_job_first(*args, **kwargs):  # the last read before the lock: the other job deploys meanwhile
         assert deployer(cluster, holder="job-3", prune=True, wait_timeout=60).deploy(third).status == "deployed"
         return verify(*args, **kwargs)
 
-    late.applier.verify = other_job_first
+    late.context.applier.verify = other_job_first
     with pytest.raises(HistoryError) as stopped:
         late.deploy(second)
     assert "another deploy changed the release in service while this one prepared (version 1.0.0 -> 3.0.0" in \

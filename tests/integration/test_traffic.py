@@ -58,7 +58,7 @@ def render_slot(cluster, tmp_path, namespace, version, router="gateway-api", pro
     path, sha = write_artifact(tmp_path, objects)
     options = RenderOptions(namespace=namespace, artifact_sha256=sha, traffic_router=router,
                             traffic_proportional=proportional)
-    options.slot, deployment = choose_traffic_slot(deployer(cluster).store(namespace, KEY).locator(), version, sha,
+    options.slot, deployment = choose_traffic_slot(deployer(cluster).context.store(namespace, KEY).locator(), version, sha,
                                                    options)
     return render(path, Release(KEY, version, deployment), options, Discovery(cluster.kube), cluster.kube.version())
 
@@ -409,7 +409,7 @@ def test_a_bundle_rendered_for_a_slot_that_went_into_service_since_is_refused(cl
 
 def test_first_traffic_release_over_an_unslotted_one_needs_migrate(cluster, namespace, tmp_path):
     deployer(cluster).deploy(render(*_plain(cluster, tmp_path, namespace)))
-    store = deployer(cluster).store(namespace, KEY)
+    store = deployer(cluster).context.store(namespace, KEY)
     with pytest.raises(InputError) as err:
         choose_slot(store.locator())
     assert "traffic_migrate" in err.value.hint
