@@ -100,7 +100,7 @@ _REVIEW_SUFFIX = "reviews"
 # same request fails the same way, retrying cannot help.
 PERMANENT_500_MESSAGES = ("failed to create typed patch object", "field not declared in schema",
                           "unable to convert unstructured object")
-USER_AGENT = "manent.kubernetes/0.1"
+USER_AGENT = "manent.kubernetes/1.0"
 
 
 @dataclass
