@@ -299,6 +299,23 @@ def ansible_inventory(tmp_path, config, *args):
     return proc
 
 
+def says(stderr, message):
+    """Whether ansible-inventory's stderr holds ``message``: ansible-core before 2.19 wraps warnings at 79 columns,
+    at spaces, after hyphens or inside a long word, so both are compared without their whitespace."""
+    return "".join(message.split()) in "".join(stderr.split())
+
+
+def plain(value):
+    """The --list output without the ``{"__ansible_unsafe": ...}`` wrappers that ansible-core before 2.19 writes."""
+    if isinstance(value, dict):
+        if list(value) == ["__ansible_unsafe"]:
+            return value["__ansible_unsafe"]
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
 def test_ansible_inventory_groups_and_variables_as_the_role_expects(tmp_path):
     proc = ansible_inventory(tmp_path, {"plugin": "manent.kubernetes.clusters", "sources": [
         {"kubeconfig": {"path": FLEET, "context_pattern": PATTERN, "contexts": ["eks-*"]}}],
@@ -308,7 +325,7 @@ def test_ansible_inventory_groups_and_variables_as_the_role_expects(tmp_path):
     listing = json.loads(proc.stdout)
     assert sorted(listing["region_eu1"]["hosts"]) == ["eks-eu-1-eu-1a", "eks-eu-1-eu-1b"]
     assert listing["az_eu1b"]["hosts"] == ["eks-eu-1-eu-1b"] and listing["team_payments"]["hosts"] == ["eks-eu-1-eu-1b"]
-    hostvars = json.loads(json.dumps(listing["_meta"]["hostvars"]).replace('{"__ansible_unsafe": ', "").replace('"}', '"'))
+    hostvars = plain(listing["_meta"]["hostvars"])
     eu1b = hostvars["eks-eu-1-eu-1b"]
     assert {key: eu1b[key] for key in ("ansible_connection", "ansible_python_interpreter", "manent_kubeconfig",
                                        "manent_context", "region", "az", "owner")} == {
@@ -321,17 +338,17 @@ def test_ansible_inventory_no_region_warns_or_fails_with_strict(tmp_path):
     config = {"plugin": "manent.kubernetes.clusters", "sources": [{"kubeconfig": {"path": FLEET, "contexts": ["kind-*"]}}]}
     proc = ansible_inventory(tmp_path, config)
     assert proc.returncode == 0, proc.stderr
-    assert "host kind-dev has no region (it is in no region_* group)" in proc.stderr
+    assert says(proc.stderr, "host kind-dev has no region (it is in no region_* group)")
     assert json.loads(proc.stdout)["ungrouped"]["hosts"] == ["kind-dev"]
     proc = ansible_inventory(tmp_path, dict(config, strict=True))
-    assert "host kind-dev has no region" in proc.stderr and "unset strict" in proc.stderr
+    assert says(proc.stderr, "host kind-dev has no region") and says(proc.stderr, "unset strict")
     assert "kind-dev" not in proc.stdout
 
 
 def test_ansible_inventory_duplicate_host_names_fail(tmp_path):
     proc = ansible_inventory(tmp_path, {"plugin": "manent.kubernetes.clusters", "sources": [
         {"kubeconfig": FLEET}, {"kubeconfig": {"path": FLEET, "contexts": ["kind-dev"]}}]})
-    assert "host kind-dev is found twice: by kubeconfig %s and by kubeconfig %s" % (FLEET, FLEET) in proc.stderr
+    assert says(proc.stderr, "host kind-dev is found twice: by kubeconfig %s and by kubeconfig %s" % (FLEET, FLEET))
     assert "kind-dev" not in proc.stdout
 
 
@@ -342,4 +359,4 @@ def test_ansible_inventory_duplicate_host_names_fail(tmp_path):
 ])
 def test_ansible_inventory_bad_source_items(tmp_path, item, message):
     proc = ansible_inventory(tmp_path, {"plugin": "manent.kubernetes.clusters", "sources": [item]})
-    assert message in proc.stderr
+    assert says(proc.stderr, message)
