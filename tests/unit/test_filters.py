@@ -142,8 +142,8 @@ def test_checkpoint_lines_group_the_clusters_by_release_in_service():
 
 def test_checkpoint_lines_of_a_fleet_are_host_ranges_and_show_the_namespaces_only_when_they_differ():
     digest = "ab" * 32
-    hostvars = {"c%03d" % n: {"in_service": {"version": "2.0.0" if n <= 10 else "1.0.0",
-                                                             "artifact": digest}} for n in range(1, 100)}
+    hostvars = {"c%03d" % n: {"in_service": {"version": "2.0.0" if n <= 10 else "1.0.0", "artifact": digest}}
+                for n in range(1, 100)}
     hostvars["c100"] = {"in_service": None}
     hosts = sorted(hostvars)
     assert manent_checkpoint_lines(hosts, hostvars, ["version", "artifact"], "in_service", namespace="shop") == [
