@@ -25,6 +25,9 @@ import sys
 import yaml
 from jinja2 import Environment, TemplateSyntaxError, meta, nodes
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import architecture  # noqa: E402  pylint: disable=wrong-import-position
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROLE_NAME = "deploy"
 ROLE = "roles/" + ROLE_NAME
@@ -787,10 +790,7 @@ def flow_part(role_map=None):
 
 def page_with(text, part):
     """``text`` with its generated flow replaced by ``part`` (appended when it has none)."""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        return head + part + rest.split(END, 1)[1].lstrip("\n")
-    return text.rstrip("\n") + "\n\n" + part
+    return architecture.page_with(text, part, BEGIN, END)
 
 
 def pages():
