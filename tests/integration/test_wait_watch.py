@@ -114,23 +114,29 @@ def _make_ready(cluster, namespace):
                          content_type="application/merge-patch+json")
 
 
+def _waiting(objects, observer, timeout):
+    """wait_for(objects) running in a thread, started: (the thread, {"entries": ...} or {"error": ...} once done)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["entries"] = wait_for(objects, None, timeout=timeout, watch=observer)
+        except Exception as exc:  # pylint: disable=broad-except  # the tests assert it
+            outcome["error"] = exc
+
+    waiter = threading.Thread(target=run, daemon=True)
+    waiter.start()
+    return waiter, outcome
+
+
 def test_a_dropped_watch_connection_resumes_from_the_last_resource_version(cluster, namespace, tmp_path):
     objects = _never_ready(cluster, tmp_path, namespace)
     proxy = tcpproxy.Proxy(("127.0.0.1", int(cluster.url.rsplit(":", 1)[1])), tls_dir=cluster.dir)
     proxy.start()
     kube = Kube(cluster.connection(server="https://127.0.0.1:%d" % proxy.port))
     observer = Observer(LiveReader(kube, Discovery(kube)))
-    outcome = {}
-
-    def run():
-        try:
-            outcome["entries"] = wait_for(objects, None, timeout=120, watch=observer)
-        except Exception as exc:  # pylint: disable=broad-except  # asserted below
-            outcome["error"] = exc
-
-    waiter = threading.Thread(target=run, daemon=True)
+    waiter, outcome = _waiting(objects, observer, 120)
     try:
-        waiter.start()
         cluster.wait(lambda: observer.counts().get("watches", 0) >= 1, what="the first watch")
         proxy.drop_connections()  # every open connection reset, the watch's too
         cluster.wait(lambda: observer.counts()["watches"] >= 2, what="the watch resumed")
@@ -159,20 +165,12 @@ def test_a_watch_refused_for_an_expired_credential_resumes_with_a_fresh_one(clus
     config = kubeconfig(cluster, tmp_path / "kubeconfig", exec_user(plugin))
     kube = Kube(ConnectionOptions(server="", kubeconfig=config, cache_dir=str(tmp_path / "credentials")))
     observer = Observer(LiveReader(kube, Discovery(kube)))
-    outcome = {}
-
-    def run():
-        try:
-            outcome["entries"] = wait_for(objects, None, timeout=150, watch=observer)
-        except Exception as exc:  # pylint: disable=broad-except  # asserted below
-            outcome["error"] = exc
 
     def accounts():
         return [entry["sa"] for entry in plugin.runs()]
 
-    waiter = threading.Thread(target=run, daemon=True)
+    waiter, outcome = _waiting(objects, observer, 150)
     try:
-        waiter.start()
         cluster.wait(lambda: observer.counts().get("watches", 0) >= 1, what="the first watch")
         assert accounts() == ["deployer-1"], accounts()
         plugin.use("deployer-2")
@@ -210,20 +208,15 @@ def test_credentials_that_may_list_but_not_watch_are_polled(cluster, namespace, 
                    "metadata": {"name": "no-watch", "namespace": namespace},
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "no-watch"},
                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "manent-deployer"}]})
-    outcome = {}
     with Kube(cluster.connection(token=token)) as kube:
         reader = LiveReader(kube, Discovery(kube))
         cluster.wait(lambda: reader.read_many(objects), what="RBAC for manent-deployer")
         observer = Observer(reader)
-
-        def run():
-            outcome["entries"] = wait_for(objects, None, timeout=120, watch=observer)
-
-        waiter = threading.Thread(target=run, daemon=True)
-        waiter.start()
+        waiter, outcome = _waiting(objects, observer, 120)
         cluster.wait(lambda: observer.counts().get("polls", 0) >= 1, what="the WATCH refused, LISTs instead")
         _make_ready(cluster, namespace)
         waiter.join(120)
+    assert "error" not in outcome, outcome.get("error")
     assert [e["status"] for e in outcome["entries"]] == ["Current"], outcome
     counts = observer.counts()
     assert counts["watches"] == 1 and counts["polls"] >= 1 and counts["resumed"] == 0, counts
