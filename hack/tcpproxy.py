@@ -23,6 +23,9 @@ forces a re-read. Keys (all optional; a missing key keeps its default):
     reset_after_bytes   abort (TCP RST) each connection after this many bytes in either direction
     reset_probability   per connection, chance of an abort at a random point within its first 64 KiB
     refuse              true: accept and immediately reset new connections (API server "down")
+    close_after         stop listening once this many connections were accepted (later ones are refused by
+                        the operating system, as by a server that went away); those accepted are served.
+                        stats["closed_at"] is then the count of connections when it closed
     throttle_next       HTTP mode: answer the next N requests with 429 (decremented as used)
     throttle_probability HTTP mode: answer this fraction of requests with 429
     throttle_match      HTTP mode: only requests whose "METHOD /path" contains this string are throttled
@@ -54,7 +57,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pki  # noqa: E402  pylint: disable=wrong-import-position
 
-DEFAULTS = {"delay_ms": 0, "reset_after_bytes": 0, "reset_probability": 0.0, "refuse": False,
+DEFAULTS = {"delay_ms": 0, "reset_after_bytes": 0, "reset_probability": 0.0, "refuse": False, "close_after": 0,
             "throttle_next": 0, "throttle_probability": 0.0, "throttle_match": "", "retry_after": 1,
             "down_on_match": "", "lose_response_next": 0, "lose_response_match": ""}
 CHUNK = 65536
@@ -90,7 +93,7 @@ class Proxy:
         self.control_path = control
         self.settings = dict(DEFAULTS)
         self.stats = {"connections": 0, "resets": 0, "refused": 0, "throttled": 0, "requests": 0, "bytes": 0,
-                      "lost": 0}
+                      "lost": 0, "closed_at": None}
         self.port = None
         self._lock = threading.Lock()
         self._rand = random.Random(seed)
@@ -187,9 +190,23 @@ class Proxy:
                 return point if not after else min(after, point)
             return after or None
 
+    def _closing(self):
+        """The connection just counted is the last one ``close_after`` lets in: stop listening now. True for a
+        connection past it (accepted by the loop before the listener closed): it is refused."""
+        limit = self.get("close_after")
+        if not limit:
+            return False
+        with self._lock:
+            count = self.stats["connections"]
+            if count == limit:
+                self.stats["closed_at"] = count
+        if count == limit and self._server:
+            self._server.close()
+        return count > limit
+
     async def _handle(self, creader, cwriter):
         self._count("connections")
-        if self.get("refuse"):
+        if self.get("refuse") or self._closing():
             self._count("refused")
             _abort(cwriter)
             return

@@ -183,12 +183,14 @@ class _ChangeWhileStageRuns(threading.Thread):
 
     def run(self):
         try:
-            self.cluster.wait(lambda: self.cluster.get("v1", "ConfigMap", self.namespace, "touched"), timeout=120,
-                              interval=0.05, what="ConfigMap touched")
-            for kind, path, patch in (
-                    ("ConfigMap", "/api/v1/namespaces/%s/configmaps/touched", {"data": {"by": "someone-else"}}),
-                    ("Deployment", "/apis/apps/v1/namespaces/%s/deployments/gate",
+            # each object is waited for: the Deployment (hook weight 1) is applied after the ConfigMap (weight 0)
+            for api_version, kind, name, path, patch in (
+                    ("v1", "ConfigMap", "touched", "/api/v1/namespaces/%s/configmaps/touched",
+                     {"data": {"by": "someone-else"}}),
+                    ("apps/v1", "Deployment", "gate", "/apis/apps/v1/namespaces/%s/deployments/gate",
                      {"spec": {"template": {"metadata": {"annotations": {"manent.test/never-ready": None}}}}})):
+                self.cluster.wait(lambda v=api_version, k=kind, n=name: self.cluster.get(v, k, self.namespace, n),
+                                  timeout=120, interval=0.05, what="%s %s" % (kind, name))
                 self.cluster.kube.request("PATCH", path % self.namespace, query={"fieldManager": "someone-else"},
                                           body=patch, content_type="application/merge-patch+json", subject=kind)
         except Exception as exc:  # pylint: disable=broad-except  # reported by the test
