@@ -177,7 +177,7 @@ def test_every_option_the_role_feeds_from_a_variable_is_named():
                             name, option, module)
     assert {"helm_command", "wait_timeout", "namespace", "keep_releases", "percent"} <= seen
     connection = _role_vars()["_deploy_connection"]
-    assert "'option_names': _deploy_option_names" in connection
+    assert "option_names=_deploy_option_names" in connection
 
 
 # --- sha256 read as a number ------------------------------------------------------------------------
