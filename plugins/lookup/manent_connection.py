@@ -6,7 +6,8 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: manent_connection
-author: manent developers
+author:
+  - manent developers (@manent-io)
 version_added: "1.1.0"
 short_description: The connection options of the current inventory host, for the manent modules
 description:

@@ -98,9 +98,10 @@ def _through_ansible(tmp_path, host_vars, template, environ=None):
 def test_through_ansible_host_variables_that_are_templates_are_templated(tmp_path):
     """ansible-core before 2.19 hands a lookup the host variables as written, later ones templated: either way the
     options hold the values."""
+    host_vars = {"cluster_port": 7443, "secret_name": "s3cret", "manent_token": "{{ secret_name }}",
+                 "manent_api_port": "{{ cluster_port }}", "manent_ca_file": "/ca/{{ inventory_hostname }}.crt"}
     options = _through_ansible(
-        tmp_path, {"cluster_port": 7443, "secret_name": "s3cret", "manent_token": "{{ secret_name }}",
-         "manent_api_port": "{{ cluster_port }}", "manent_ca_file": "/ca/{{ inventory_hostname }}.crt"},
+        tmp_path, host_vars,
         "{{ lookup('manent.kubernetes.manent_connection', request_timeout=9, option_names={'token': 'manent_token'}) }}")
     assert options == {"api_server": "eu1a", "port": 7443, "insecure_skip_tls_verify": False, "request_timeout": 9,
                        "token": "s3cret", "ca_file": "/ca/eu1a.crt", "option_names": {"token": "manent_token"}}
