@@ -262,6 +262,15 @@ PLAYBOOK_PYTHON = "{{ ansible_playbook_python }}"
 FILE_SUFFIXES = ("clusters.yml", "clusters.yaml", "clusters.manent.yml", "clusters.manent.yaml")
 
 
+def _source_error(exc, label, kind):
+    """The message of a source's error, naming the source once: its own messages start with their place in sources
+    (``sources[0].kubeconfig: no context of ... matches``); any other is prefixed with it."""
+    message = str(exc.message)
+    if not message.startswith(label):
+        return "%s (%s): %s" % (label, kind, exc)
+    return "%s (%s)" % (message, exc.hint) if exc.hint else message
+
+
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     """Kubernetes clusters as inventory hosts."""
 
@@ -320,7 +329,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             try:
                 clusters = self._run_source(kind, spec, label)
             except ManentError as exc:
-                raise AnsibleParserError("%s (%s): %s" % (label, kind, exc)) from None
+                raise AnsibleParserError(_source_error(exc, label, kind)) from None
             for cluster in clusters:
                 if cluster.skipped:
                     self.display.warning("manent.kubernetes.clusters: %s: %s left out: %s"

@@ -360,3 +360,11 @@ def test_ansible_inventory_duplicate_host_names_fail(tmp_path):
 def test_ansible_inventory_bad_source_items(tmp_path, item, message):
     proc = ansible_inventory(tmp_path, {"plugin": "manent.kubernetes.clusters", "sources": [item]})
     assert says(proc.stderr, message)
+
+
+def test_ansible_inventory_a_sources_error_names_the_source_once(tmp_path):
+    """A source's own error already starts with its place in sources: the plugin does not name it again."""
+    proc = ansible_inventory(tmp_path, {"plugin": "manent.kubernetes.clusters", "sources": [
+        {"kubeconfig": {"path": FLEET, "contexts": ["nope-*"]}}]})
+    assert says(proc.stderr, "sources[0].kubeconfig: no context of %s matches" % FLEET), proc.stderr
+    assert "sources[0] (kubeconfig)" not in proc.stderr and "kubeconfig: sources[0]" not in proc.stderr, proc.stderr
