@@ -369,3 +369,18 @@ def test_the_fleet_section_is_kept_when_report_py_writes_benchmarks_md():
     new = "# Benchmarks\n\nnew tables\n"
     assert fleet.keep_section(old, new) == fleet.splice(new, section)
     assert fleet.splice(old, section) == old  # replaced in place, not appended again
+
+
+def test_fleet_requests_target_compares_each_run_with_itself():
+    """A discovery refresh in one run's one-cluster cell (20 requests there, and at 100 clusters in the same run) is
+    not the fleet's cost: the median column takes the median of each run's most, like every other field."""
+    results = [_fleet(1, "noop", 4.0, 100.0, 16), _fleet(100, "noop", 41.0, 1000.0, 16),
+               _fleet(1, "noop", 4.0, 100.0, 16, run=2), _fleet(100, "noop", 41.0, 1000.0, 16, run=2),
+               _fleet(1, "noop", 4.0, 100.0, 20, run=3), _fleet(100, "noop", 41.0, 1000.0, 20, run=3)]
+    row = _rows(fleet.targets(results))[
+        "API requests of each cluster, nothing changed: most of any cluster at 100 − one cluster alone"]
+    assert row[:6] == ["+0", "+0", "+0", "+0", "0", "met on every run |"]
+    results[1]["requests"]["max"] = 21  # one cluster of run 1's fleet sent more than run 1's cluster alone
+    row = _rows(fleet.targets(results))[
+        "API requests of each cluster, nothing changed: most of any cluster at 100 − one cluster alone"]
+    assert row[:6] == ["+4", "+5", "+0", "+0", "0", "**not met** (run 1) |"]
