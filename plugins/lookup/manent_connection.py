@@ -83,6 +83,8 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_TRUE
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.manent.kubernetes.plugins.module_utils.base import k8s_auth_env
+
 # The host variables of a connection (manent_<option>), in the order the module group's options are listed.
 OWN = ("api_server", "token", "client_cert", "client_key", "ca", "ca_file")
 SETTINGS = ("token", "client_cert", "client_key", "ca", "ca_file", "work_dir", "kubeconfig", "context")
@@ -104,14 +106,14 @@ def _value(given, name):
 
 def via(given, environ):
     """How a host is reached: "host variables" (its own API server, credential or CA), "kubeconfig" (manent_kubeconfig
-    alone) or "environment" (none of them, and K8S_AUTH_HOST set: AWX's Kubernetes credential). ``given(name)`` is
-    the value of the host variable ``manent_<name>``, or None when the host does not define it; ``environ`` the
-    controller's environment."""
+    alone) or "environment" (none of them, and AWX's Kubernetes credential in the environment, as the modules read it:
+    base/k8s_auth_env.py). ``given(name)`` is the value of the host variable ``manent_<name>``, or None when the host
+    does not define it; ``environ`` the controller's environment."""
     if any(_value(given, name) for name in OWN):
         return "host variables"
     if len(_value(given, "kubeconfig")) > 0:
         return "kubeconfig"
-    return "environment" if len(environ.get("K8S_AUTH_HOST", "")) > 0 else "host variables"
+    return "environment" if k8s_auth_env.read(environ) is not None else "host variables"
 
 
 def connection(given, inventory_hostname, environ, ca_file="", insecure=False, request_timeout=30, work_dir="",
@@ -146,12 +148,17 @@ class LookupModule(LookupBase):
             raise AnsibleError("manent_connection reads the variables of an inventory host: use it in a task's "
                                "template")
 
+        templated = {}
+
         def given(name):
+            """Each variable templated once per call (via and connection both read most of them)."""
             key = "manent_" + name
             if key not in variables:
                 return None
-            # ansible-core before 2.19 hands host variables over untemplated, later ones templated (a no-op then)
-            return self._templar.template(variables[key])
+            if key not in templated:
+                # ansible-core before 2.19 hands host variables over untemplated, later ones templated (a no-op then)
+                templated[key] = self._templar.template(variables[key])
+            return templated[key]
 
         if terms:
             return [via(given, os.environ)]

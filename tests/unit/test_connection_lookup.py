@@ -34,6 +34,7 @@ def given(**host_vars):
     ({"manent_api_server": "", "manent_token": ""}, AWX, "environment"),  # empty is not set
     ({}, {}, "host variables"),  # nothing at all: the preflight says what is missing
     ({}, {"K8S_AUTH_HOST": ""}, "host variables"),
+    ({}, {"K8S_AUTH_HOST": "  "}, "host variables"),  # as the modules read it (base/k8s_auth_env.py): not set
 ])
 def test_how_a_host_is_reached(host_vars, environ, expected):
     assert via(given(**host_vars), environ) == expected
