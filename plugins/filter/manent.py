@@ -19,8 +19,12 @@ analysis lines.
 ``outcome | manent_cluster_result(base, render, failed, version)``: one cluster's entry of the deploy/rollback
 summary from manent_apply's (or rollback's) result: docs/requirements.md §11's ``status`` and ``details`` plus the flat fields
 of the printed table (version, counts, seconds, ...). Only this operation's result: nothing is carried over.
+``hosts | manent_applied_results(hostvars, outcome, render, check_mode)``: the summary entry of each host whose apply
+succeeded, from its registered results: ``[{"host", "result"}]``, for one task that records them all.
 ``path | manent_file_sha256``: hex sha256 of a controller file (``~`` expanded), "" when it is not a readable regular
 file: the role's artifact check, without a module process.
+``source | manent_artifact_location(sha256, name, version, cache_dir, base_dir)``: where the role finds the artifact
+whose source is ``source`` and the path manent_render reads: ``{"is_url", "source_path", "file", "path"}``.
 ``hosts | manent_waves(values, order)``: the deploy waves: ``{"keys", "waves", "number"}`` (see the function).
 ``summary | manent_run(operation)``: the whole operation as docs/requirements.md §11's ``{"plugin": "kubernetes", "targets":
 [...]}`` (plus ``operation``), one target per cluster of the play, ``not started`` ones included.
@@ -32,6 +36,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
 
@@ -40,6 +45,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base.durations i
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 
 GROUP_OVER = 10  # the summary of more clusters is grouped by outcome
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")  # an artifact source that is downloaded (scheme://...)
 NUMBERED = re.compile(r"^(.*?)([0-9]+)(\D*)$")  # a host name's last number (c001, k8s-7.example.com)
 SUMMARY_HEADER = ["host", "status", "version", "previous", "objects", "changes", "pruned", "seconds"]
 CHECKPOINT_TITLES = {"version": "version in service", "artifact": "artifact sha256", "deployment": "deployment"}
@@ -104,6 +110,24 @@ def manent_file_sha256(path):
         return sha256_file(path)
     except OSError:
         return ""
+
+
+def manent_artifact_location(source, sha256="", name="", version="", cache_dir="", base_dir=""):
+    """Where the deploy role finds the artifact whose descriptor's source is ``source`` (a URL or a controller path),
+    given its ``sha256``, ``name`` and ``version``: ``is_url`` (scheme://..., downloaded into the cache),
+    ``source_path`` (a controller path made absolute: a relative one starts in ``base_dir``, else in $PWD, the
+    directory ansible-playbook was started from; a URL as is), ``file`` (the last part of the source's path, else
+    <name>-<version>) and ``path``: what manent_render reads, a URL's download in the cache
+    (``cache_dir``/<sha256>/<file>) or the controller path in place."""
+    source = str(source or "")
+    is_url = URL.match(source) is not None
+    if is_url or os.path.isabs(source):
+        source_path = source
+    else:
+        source_path = "%s/%s" % (base_dir or os.environ.get("PWD", ""), source)
+    file_name = os.path.basename(urlsplit(source).path if is_url else source) or "%s-%s" % (name, version)
+    return {"is_url": is_url, "source_path": source_path, "file": file_name,
+            "path": "%s/%s/%s" % (cache_dir, sha256, file_name) if is_url else source_path}
 
 
 def manent_waves(hosts, values, order=()):
@@ -254,6 +278,28 @@ def manent_cluster_result(outcome, base, render=None, failed=False, version=""):
     return entry
 
 
+def manent_applied_results(hosts, hostvars, outcome, render, check_mode=False):
+    """The result of each of ``hosts`` (a batch of the play) whose apply succeeded, as ``[{"host", "result"}]``: its
+    entry of the summary (manent_cluster_result) from its hostvars, the registered result of the apply (the variable
+    ``outcome``) and of its rendering (``render``). The base of each entry comes from those results and the inventory:
+    host, region and az (inventory variables), the release key's application, environment and namespace (the
+    apply's details), ``check_mode``. A host whose apply failed, was skipped or did not run is left out: its rescue
+    records its failure. One task then sets every host's result (delegate_facts), not one task for each cluster."""
+    results = []
+    for host in hosts or []:
+        host_vars = hostvars[host]
+        done = _mapping(host_vars.get(outcome))
+        if not done or done.get("failed") or done.get("skipped"):
+            continue
+        details = _mapping(done.get("details"))
+        base = {"host": str(host), "region": host_vars.get("region", ""), "az": host_vars.get("az", ""),
+                "application": str(details.get("application") or ""),
+                "environment": str(details.get("environment") or ""),
+                "namespace": str(details.get("namespace") or ""), "check_mode": bool(check_mode)}
+        results.append({"host": str(host), "result": manent_cluster_result(done, base, host_vars.get(render))})
+    return results
+
+
 def manent_run(summary, operation="deploy"):
     """{"plugin": "kubernetes", "operation": ..., "targets": [{"host", "status", "details", ...}]} of ``summary``
     ({host: entry}); a cluster without an entry is ``not started``."""
@@ -402,4 +448,6 @@ class FilterModule:
                 "manent_history_lines": manent_history_lines, "manent_audit_lines": manent_audit_lines,
                 "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
                 "manent_traffic_lines": manent_traffic_lines,
-                "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves}
+                "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves,
+                "manent_artifact_location": manent_artifact_location,
+                "manent_applied_results": manent_applied_results}

@@ -148,7 +148,8 @@ status:
   returned: always
   type: str
 details:
-  description: The SPEC's per-target details, plus C(version), C(objects_skipped), C(phase) and C(slot).
+  description: The SPEC's per-target details, plus C(version), C(objects_skipped), C(phase), C(slot),
+    C(namespace_created), C(application) and C(environment).
   returned: always
   type: dict
   contains:
@@ -194,6 +195,14 @@ details:
       description: The release namespace when this deploy created it (O(create_namespace)), else empty; its creation
         is in RV(changes) and RV(counts), not in RV(details.objects).
       type: str
+    application:
+      description: The release key's application (O(application) of M(manent.kubernetes.manent_render)).
+      type: str
+      version_added: 1.1.0
+    environment:
+      description: The release key's environment.
+      type: str
+      version_added: 1.1.0
 stages:
   description: The lifecycle stages run, in order (C(pre-upgrade), C(upgrade), C(post-upgrade), ...), each with
     C(stage), C(objects) (its number of objects) and C(status) (C(done) or C(failed)); the deploy stopped at the

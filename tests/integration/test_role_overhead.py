@@ -25,11 +25,14 @@ FETCH_TASKS = ("Artifact | Create the cache directory", "Artifact | Download the
 
 
 # The tasks each cluster runs in a nothing-changed redeploy of playbooks/deploy.yml, in order: the plan play's
-# preflight and rendering; in its wave, the apply and its result. The argument spec is checked once for all clusters
-# (playbooks/deploy.yml's ARGUMENTS task), not by ansible-playbook's validation task in each cluster's worker.
+# preflight and rendering; in its wave, the apply (the results of a wave are recorded by one task, RECORD). The argument
+# spec is checked once for all clusters (playbooks/deploy.yml's ARGUMENTS task), not by ansible-playbook's validation
+# task in each cluster's worker.
 PER_CLUSTER = [
     "Preflight | Check the role and host variables", "Deploy | Render the release for this cluster",
-    "Deploy | Apply the release, wait for its rollout, prune, record history", "Deploy | Record the result of this cluster"]
+    "Deploy | Apply the release, wait for its rollout, prune, record history"]
+# Once per wave, one loop item per cluster whose apply succeeded: their results (phases/apply.yml).
+RECORD = "Deploy | Record the results of this batch's clusters"
 ARGUMENTS = "Check the variables of every targeted cluster against the deploy role's argument spec"
 # The tasks that look at every cluster at once and run once per run, on one host: the start of every cluster's result,
 # and the include that stops the run when a rendering failed or runs the analysis preflight (skipped without either,
@@ -97,6 +100,12 @@ def test_controller_path_is_used_in_place_without_module_processes(clusters, inv
         assert len(per_host[task]) == 1, (task, per_host)
     for task in ONCE_PER_WAVE:  # once in each of the 2 waves
         assert len(per_host[task]) == 2, (task, per_host)
+    # The results: one item for each cluster, run by one cluster of each wave (eu1a, then us1a) for the others.
+    records = again.output.split("TASK [manent.kubernetes.deploy : %s]" % RECORD)
+    assert len(records) == 3, again.explain()
+    items = [re.findall(r"^ok: \[(\w+)(?: -> \w+)?\] => \(item=(\w+)\)", part.split("TASK [")[0], re.M)
+             for part in records[1:]]
+    assert items == [[("eu1a", "eu1a"), ("eu1a", "eu1b")], [("us1a", "us1a")]], again.explain()
 
 
 @pytest.mark.integration

@@ -85,3 +85,36 @@ def test_invalid_arguments_fail_before_the_task_runs():
     result = controller_task.run(_action(insecure_skip_tls_verify=True), {}, "manent_apply", SPEC,
                                  lambda *args: ran.append(args))
     assert result["failed"] and "api_server" in result["msg"] and not ran
+
+
+def test_arguments_reach_the_task_as_plain_python_values():
+    """Templated arguments carry tags in ansible-core 2.19 and later (subclasses of str, int, ...); the task and the
+    validator get Python's own types, with the same values, keys that are not strings kept, and other values (a date
+    read by YAML) as they are."""
+    import datetime  # pylint: disable=import-outside-toplevel
+
+    class Tagged(str):
+        pass
+
+    class TaggedInt(int):
+        pass
+
+    day = datetime.date(2026, 12, 7)
+    args = {Tagged("values"): {1: [Tagged("a"), TaggedInt(2), 2.5, True, None, day], "k": (Tagged("b"),)}}
+    plain = controller_task.plain(args)
+    assert plain == {"values": {1: ["a", 2, 2.5, True, None, day], "k": ["b"]}}
+    assert [type(v) for v in plain["values"][1]] == [str, int, float, bool, type(None), datetime.date]
+    assert type(next(iter(plain))) is str and type(plain["values"]["k"][0]) is str  # pylint: disable=unidiomatic-typecheck
+
+    seen = {}
+
+    def task(params, *_rest):
+        seen.update(params)
+        return {"changed": False}
+
+    spec = {"api_server": {"type": "str", "required": True}, "values": {"type": "dict"}}
+    result = controller_task.run(_action(api_server=Tagged(SERVER), values={TaggedInt(1): Tagged("x")}), {},
+                                 "manent_apply", spec, task)
+    assert not result.get("failed"), result
+    assert seen == {"api_server": SERVER, "values": {1: "x"}}
+    assert type(seen["api_server"]) is str  # pylint: disable=unidiomatic-typecheck

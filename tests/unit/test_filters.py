@@ -14,7 +14,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.engine.changeset
     CONFIGURED, CREATED, UNCHANGED, Change)
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.result import DeployResult
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
-    FilterModule, as_int, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
+    FilterModule, as_int, manent_applied_results, manent_audit_lines, manent_checkpoint_keys, manent_checkpoint_lines, manent_cluster_result,
     manent_history_lines, manent_run,
     manent_seconds, manent_summary_lines, manent_table, manent_traffic_lines, manent_traffic_rows)
 
@@ -180,6 +180,7 @@ def test_audit_lines_count_findings_and_note_each():
 
 def test_filters_are_registered():
     assert sorted(FilterModule().filters()) == [
+        "manent_applied_results", "manent_artifact_location",
         "manent_audit_lines", "manent_checkpoint_keys", "manent_checkpoint_lines", "manent_cluster_result",
         "manent_file_sha256",
         "manent_history_lines", "manent_run", "manent_seconds", "manent_summary_groups", "manent_summary_lines",
@@ -221,6 +222,35 @@ def test_cluster_result_of_a_failure_names_the_target_version_and_message():
     assert (entry["status"], entry["version"], entry["message"]) == ("failed", "2.0.0",
                                                                      "Deployment/shop/web: rollout failed")
     assert entry["counts"] == {"created": 1} and entry["details"]["namespace"] == "shop"
+
+
+def test_applied_results_of_a_batch_come_from_each_host_s_registered_results_alone():
+    """One task records the batch (phases/apply.yml): each host whose apply succeeded, from its own registered results
+    and inventory variables; a failed, skipped or missing apply is left to the rescue."""
+    applied = dict(APPLIED, details=dict(APPLIED["details"], application="shop", environment="prod", namespace="shop-eu"))
+    hostvars = {
+        "eu1a": {"__o": applied, "__r": {"hooks_skipped": ["Job/migrate (pre-upgrade)"]}, "region": "eu-1",
+                 "az": "eu-1a"},
+        "eu1b": {"__o": {"failed": True, "msg": "rollout failed"}, "region": "eu-1"},
+        "us1a": {"__o": {"skipped": True}},
+        "us1b": {},
+        "ap1a": {"__o": dict(applied, details=dict(applied["details"], namespace="shop-ap"))},
+    }
+    got = manent_applied_results(["eu1a", "eu1b", "us1a", "us1b", "ap1a"], hostvars, "__o", "__r", True)
+    assert [r["host"] for r in got] == ["eu1a", "ap1a"]
+    eu1a = manent_cluster_result(applied, {"host": "eu1a", "region": "eu-1", "az": "eu-1a", "application": "shop",
+                                           "environment": "prod", "namespace": "shop-eu", "check_mode": True},
+                                 {"hooks_skipped": ["Job/migrate (pre-upgrade)"]})
+    assert got[0]["result"] == eu1a and eu1a["hooks_skipped"] == ["Job/migrate (pre-upgrade)"]
+    assert (got[1]["result"]["region"], got[1]["result"]["az"], got[1]["result"]["namespace"]) == ("", "", "shop-ap")
+    assert manent_applied_results(None, {}, "__o", "__r") == []
+
+
+def test_deploy_result_names_the_release_key_s_application_and_environment():
+    result = DeployResult(status="deployed", namespace="shop", release="1.0.0", previous="", application="shop",
+                          environment="prod")
+    details = result.to_dict()["details"]
+    assert (details["application"], details["environment"], details["namespace"]) == ("shop", "prod", "shop")
 
 
 def test_run_lists_every_cluster_as_a_target():

@@ -2,14 +2,18 @@
 # Copyright: manent developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The filters that replaced role tasks (docs/performance.md, "Through ansible-playbook and the role"): the
-artifact cache check (manent_file_sha256, instead of a stat module process) and the wave plan (manent_waves,
-instead of three set_fact tasks)."""
+artifact cache check (manent_file_sha256, instead of a stat module process), the wave plan (manent_waves,
+instead of three set_fact tasks) and where the artifact is read (manent_artifact_location, instead of five Jinja
+variables reading each other)."""
 
 from __future__ import annotations
 
 import hashlib
 
-from ansible_collections.manent.kubernetes.plugins.filter.manent import manent_file_sha256, manent_waves
+from ansible_collections.manent.kubernetes.plugins.filter.manent import (
+    manent_artifact_location, manent_file_sha256, manent_waves)
+
+SHA = "ab" * 32
 
 
 def test_file_sha256_of_a_file_and_empty_when_there_is_no_regular_file(tmp_path, monkeypatch):
@@ -39,3 +43,24 @@ def test_waves_listed_order_first_and_unknown_values_ignored():
 def test_waves_of_no_hosts_and_of_hosts_without_a_value():
     assert manent_waves([], []) == {"keys": [], "waves": [], "number": {}}
     assert manent_waves(["a", "b"], ["", ""])["waves"] == [["a", "b"]]
+
+
+def test_artifact_location_of_a_url_is_its_download_in_the_cache():
+    where = manent_artifact_location("https://repo.example/shop/shop-1.2.0.tgz?x=1", SHA, "shop", "1.2.0", "/cache")
+    assert where == {"is_url": True, "source_path": "https://repo.example/shop/shop-1.2.0.tgz?x=1",
+                     "file": "shop-1.2.0.tgz", "path": "/cache/%s/shop-1.2.0.tgz" % SHA}
+    # a URL whose path names no file: <name>-<version>; any scheme counts, in any case
+    assert manent_artifact_location("S3+HTTPS://bucket/", SHA, "shop", "1.2.0", "/cache")["path"] == \
+        "/cache/%s/shop-1.2.0" % SHA
+
+
+def test_artifact_location_of_a_controller_path_is_the_path_in_place(monkeypatch):
+    monkeypatch.setenv("PWD", "/started/here")
+    absolute = manent_artifact_location("/srv/artifacts/shop.yaml", SHA, "shop", "1", "/cache")
+    assert absolute == {"is_url": False, "source_path": "/srv/artifacts/shop.yaml", "file": "shop.yaml",
+                        "path": "/srv/artifacts/shop.yaml"}
+    assert manent_artifact_location("dist/shop.yaml", SHA, "shop", "1", "/cache", "/base")["path"] == "/base/dist/shop.yaml"
+    assert manent_artifact_location("dist/shop.yaml", SHA, "shop", "1", "/cache")["path"] == "/started/here/dist/shop.yaml"
+    # not a URL: no scheme, or one that does not start with a letter
+    assert not manent_artifact_location("1http://x/y.tgz", SHA)["is_url"]
+    assert manent_artifact_location("", SHA, "shop", "1")["file"] == "shop-1"

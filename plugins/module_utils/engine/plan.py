@@ -82,7 +82,8 @@ class Planner:
                               previous=(current or {}).get("version", ""), phase=phase,
                               warnings=list(bundle.warnings) + hook_warnings(bundle), slot=bundle.slot,
                               record=record_name(bundle.release.key, bundle.release.version),
-                              hooks_skipped=list(bundle.hooks_skipped), host=getattr(self.context.kube, "url", ""))
+                              hooks_skipped=list(bundle.hooks_skipped), host=getattr(self.context.kube, "url", ""),
+                              application=bundle.release.key.application, environment=bundle.release.key.environment)
         if previous_objects is None:
             previous_objects = prune.candidates(store, current, secrets=any(is_secret(o) for o in bundle.objects),
                                                 candidate=located.get("candidate"))

@@ -41,6 +41,8 @@ class DeployResult:
     hooks_skipped: list = field(default_factory=list)
     stages: list = field(default_factory=list)
     namespace_created: str = ""  # the release namespace that create_namespace created: not an object of the release
+    application: str = ""  # the release key's application and environment: the deploy role's summary names them
+    environment: str = ""
 
     @property
     def changed(self):
@@ -86,6 +88,7 @@ class DeployResult:
                 "version": self.release, "previous": self.previous, "pruned": self.pruned,
                 "helm_hooks_skipped": self.hooks_skipped, "objects_skipped": self.objects_skipped,
                 "phase": self.phase, "slot": self.slot, "namespace_created": self.namespace_created,
+                "application": self.application, "environment": self.environment,
             },
             "stages": self.stages,
             "changes": [c.to_dict() for c in self.changes],
