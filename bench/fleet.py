@@ -40,6 +40,7 @@ import platform
 import resource
 import shlex
 import signal
+import shutil
 import statistics
 import subprocess
 import sys
@@ -219,6 +220,11 @@ class Fleet:
         prefix = "fl%d-%s" % (run, os.path.basename(self.workdir)[-5:].lower().replace("_", "x"))
         inventory = os.path.join(self.workdir, "inventory-%d.yml" % size)
         hosts = write_inventory(inventory, self.clusters, [p.port for p in self.proxies], size, prefix)
+        # Every sequence starts with the discovery cache empty: its install reads each cluster's discovery, and the
+        # cells after it (minutes later) find it fresh. Otherwise a cell that came ten minutes after an earlier one on
+        # the same proxies (the cache's time to live) refreshed it, and its request counts depended on the clock.
+        shutil.rmtree(os.path.join(extra_vars(self.workdir, None, 0)["deploy_work_dir"], "discovery"),
+                      ignore_errors=True)
         try:
             self.cell(size, "install", run, inventory, hosts, self.artifacts["sample"])
             self.cell(size, "noop", run, inventory, hosts, self.artifacts["sample"])
