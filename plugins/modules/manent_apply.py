@@ -196,7 +196,7 @@ details:
         is in RV(changes) and RV(counts), not in RV(details.objects).
       type: str
     application:
-      description: The release key's application (O(application) of M(manent.kubernetes.manent_render)).
+      description: The release key's application (O(manent.kubernetes.manent_render#module:application)).
       type: str
       version_added: 1.1.0
     environment:
