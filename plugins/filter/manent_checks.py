@@ -25,6 +25,7 @@ from jinja2 import Undefined
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import as_int, host_ranges
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import digest_problem
+from ansible_collections.manent.kubernetes.plugins.plugin_utils.plain_data import plain
 
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
@@ -234,22 +235,17 @@ def _argument_spec(role, entry_point):
     return (_SPECS[path][entry_point] or {}).get("options") or {}
 
 
-def _plain(value):
-    """A templated variable as plain data, for the validator and for comparing the hosts' variables. An undefined
-    value anywhere in it raises: ansible-core 2.19 and later template it to such a marker, earlier versions leave
-    the template in place (so a template left in a string is taken as undefined too)."""
+def _refuse_undefined(value):
+    """Raise on a value that is undefined: ansible-core 2.19 and later template it to such a marker, earlier versions
+    leave the template in place (so a template left in a string is taken as undefined too)."""
     if isinstance(value, Undefined) or (isinstance(value, str) and ("{{" in value or "{%" in value)):
         raise ValueError("undefined")
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    for kind in (str, int, float):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
+
+
+def _plain(value):
+    """A templated variable as plain data, for the validator and for comparing the hosts' variables; an undefined
+    value anywhere in it raises."""
+    return plain(value, _refuse_undefined)
 
 
 def manent_argument_errors(hosts, hostvars, entry_point="plan"):

@@ -10,7 +10,6 @@ kubernetes package in the controller's Python) the module runs as usual."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
@@ -23,6 +22,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.base import exec
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import HAS_KUBERNETES
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import Interrupted, ManentError
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import stopping
+from ansible_collections.manent.kubernetes.plugins.plugin_utils.plain_data import plain
 
 display = Display()
 
@@ -67,25 +67,6 @@ def run_module(action, module_name, task_vars):
     return action._execute_module(module_name=module_name, task_vars=task_vars, wrap_async=action._task.async_val)
 
 
-def plain(value):
-    """``value`` as Python's own types: a mapping as a dict (keys converted too, not renamed), a list or tuple as a
-    list, a string or number as str, int or float. ansible-core 2.19 and later hand a task its templated arguments as
-    subclasses of these that carry tags (where a value came from, whether it may be templated), and the validator
-    deep-copies the arguments it is given: for those of manent_render or manent_apply that copy took 7 to 8 ms of CPU
-    in every task and cluster, against 0.3 ms for this conversion (docs/performance.md, "Arguments as plain data").
-    Other values (a date read by YAML, for instance) are kept as they are."""
-    if isinstance(value, Mapping):
-        return {plain(key): plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    for kind in (str, int, float):
-        if isinstance(value, kind):
-            return value if type(value) is kind else kind(value)  # pylint: disable=unidiomatic-typecheck
-    return value
-
-
 def run(action, task_vars, name, argument_spec, task):
     """Validate the task's arguments against ``argument_spec`` and return ``task(params, check_mode, diff,
     on_progress)``, a result dict; a ManentError becomes a failed result with the partial result it carries, and
@@ -94,6 +75,9 @@ def run(action, task_vars, name, argument_spec, task):
     Progress lines name the module (``name``) and the host. With ``insecure_skip_tls_verify`` the result warns,
     whether the task succeeded or failed, as the module would."""
     result = {}
+    # As plain data: the validator deep-copies what it is given, and for the tagged values of ansible-core 2.19 and later
+    # that copy took 7 to 8 ms of CPU in every manent_render or manent_apply task and cluster, against 0.3 ms for the
+    # conversion (docs/performance.md, "Arguments as plain data").
     validation = ArgumentSpecValidator(argument_spec).validate(plain(action._task.args))
     if validation.error_messages:
         result.update(failed=True, msg=validation_message(validation.error_messages, names_of(action._task.args)))

@@ -12,7 +12,7 @@ import types
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import ManentError
-from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task, plain_data
 
 SPEC = {"api_server": {"type": "str", "required": True},
         "insecure_skip_tls_verify": {"type": "bool", "default": False},
@@ -101,7 +101,7 @@ def test_arguments_reach_the_task_as_plain_python_values():
 
     day = datetime.date(2026, 12, 7)
     args = {Tagged("values"): {1: [Tagged("a"), TaggedInt(2), 2.5, True, None, day], "k": (Tagged("b"),)}}
-    plain = controller_task.plain(args)
+    plain = plain_data.plain(args)
     assert plain == {"values": {1: ["a", 2, 2.5, True, None, day], "k": ["b"]}}
     assert [type(v) for v in plain["values"][1]] == [str, int, float, bool, type(None), datetime.date]
     assert type(next(iter(plain))) is str and type(plain["values"]["k"][0]) is str  # pylint: disable=unidiomatic-typecheck
