@@ -244,8 +244,8 @@ def _refuse_undefined(value):
 
 def _plain(value):
     """A templated variable as plain data, for the validator and for comparing the hosts' variables; an undefined
-    value anywhere in it raises."""
-    return plain(value, _refuse_undefined)
+    value anywhere in it raises. Keys as text: the hosts' variables are compared by their JSON, sorted by key."""
+    return plain(value, _refuse_undefined, str)
 
 
 def manent_argument_errors(hosts, hostvars, entry_point="plan"):

@@ -186,3 +186,10 @@ def test_argument_error_messages_never_quote_credentials():
         "nor 'ab'"
     assert _redact("x {'k': 'pa55word'}", {"deploy_artifact_url_password": {"k": "pa55word"}}) == "x {'k': '********'}"
     assert _redact("keep 'shop'", {"deploy_application": "shop"}) == "keep 'shop'"
+
+
+def test_argument_errors_read_mappings_whose_keys_are_numbers_and_text():
+    """A host variable whose mapping mixes number and text keys (YAML reads `1:` as a number) is compared and
+    validated like any other: its keys are taken as text."""
+    hostvars = {"eu1a": {"deploy_helm_values": {1: "one", "two": 2}}, "eu1b": {"deploy_helm_values": {"1": "one", "two": 2}}}
+    assert manent_argument_errors(list(hostvars), hostvars, "plan") == []
