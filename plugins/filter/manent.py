@@ -23,8 +23,10 @@ of the printed table (version, counts, seconds, ...). Only this operation's resu
 succeeded, from its registered results: ``[{"host", "result"}]``, for one task that records them all.
 ``path | manent_file_sha256``: hex sha256 of a controller file (``~`` expanded), "" when it is not a readable regular
 file: the role's artifact check, without a module process.
-``source | manent_artifact_location(sha256, name, version, cache_dir, base_dir)``: where the role finds the artifact
-whose source is ``source`` and the path manent_render reads: ``{"is_url", "source_path", "file", "path"}``.
+``descriptor | manent_artifact(artifact_name)``: what the role reads from its artifact descriptor: the artifact's
+name in the release key, its version, source and sha256.
+``artifact | manent_artifact_location(cache_dir, base_dir)``: where the role finds that artifact, and the path
+manent_render reads: ``{"is_url", "source_path", "file", "path"}``.
 ``hosts | manent_waves(values, order)``: the deploy waves: ``{"keys", "waves", "number"}`` (see the function).
 ``summary | manent_run(operation)``: the whole operation as docs/requirements.md §11's ``{"plugin": "kubernetes", "targets":
 [...]}`` (plus ``operation``), one target per cluster of the play, ``not started`` ones included.
@@ -93,6 +95,12 @@ def as_int(value):
             return 0
 
 
+def as_text(value):
+    """A value as text as Jinja's ``default('', true) | string`` reads it: "" for a missing (None) or false value.
+    How the filters here and in manent_checks.py read text from variables."""
+    return "" if value is None or value is False else str(value)
+
+
 def manent_seconds(duration, name="duration"):
     try:
         return int(math.ceil(parse_duration(duration, name=name)))
@@ -112,20 +120,32 @@ def manent_file_sha256(path):
         return ""
 
 
-def manent_artifact_location(source, sha256="", name="", version="", cache_dir="", base_dir=""):
-    """Where the deploy role finds the artifact whose descriptor's source is ``source`` (a URL or a controller path),
-    given its ``sha256``, ``name`` and ``version``: ``is_url`` (scheme://..., downloaded into the cache),
-    ``source_path`` (a controller path made absolute: a relative one starts in ``base_dir``, else in $PWD, the
-    directory ansible-playbook was started from; a URL as is), ``file`` (the last part of the source's path, else
-    <name>-<version>) and ``path``: what manent_render reads, a URL's download in the cache
-    (``cache_dir``/<sha256>/<file>) or the controller path in place."""
-    source = str(source or "")
+def manent_artifact(descriptor, artifact_name=""):
+    """What the deploy role reads from its artifact descriptor (deploy_artifact): ``name``, ``artifact_name``
+    (deploy_artifact_name) else the descriptor's name (label manent.io/artifact); ``version``, ``source`` and
+    ``sha256`` (lower case), the descriptor's, as text ("" when missing). Anything but a mapping reads as an empty
+    descriptor."""
+    descriptor = descriptor if isinstance(descriptor, Mapping) else {}
+    return {"name": as_text(artifact_name) or as_text(descriptor.get("name")),
+            "version": as_text(descriptor.get("version")), "source": as_text(descriptor.get("source")),
+            "sha256": as_text(descriptor.get("sha256")).lower()}
+
+
+def manent_artifact_location(artifact, cache_dir="", base_dir=""):
+    """Where the deploy role finds ``artifact`` (manent_artifact's result: its source, sha256, name and version):
+    ``is_url`` (scheme://..., downloaded into the cache), ``source_path`` (a controller path made absolute: a
+    relative one starts in ``base_dir``, else in $PWD, the directory ansible-playbook was started from; a URL as is),
+    ``file`` (the last part of the source's path, else <name>-<version>) and ``path``: what manent_render reads, a
+    URL's download in the cache (``cache_dir``/<sha256>/<file>) or the controller path in place."""
+    artifact = artifact if isinstance(artifact, Mapping) else {}
+    source, sha256 = as_text(artifact.get("source")), as_text(artifact.get("sha256"))
     is_url = URL.match(source) is not None
     if is_url or os.path.isabs(source):
         source_path = source
     else:
         source_path = "%s/%s" % (base_dir or os.environ.get("PWD", ""), source)
-    file_name = os.path.basename(urlsplit(source).path if is_url else source) or "%s-%s" % (name, version)
+    file_name = os.path.basename(urlsplit(source).path if is_url else source) or "%s-%s" % (
+        as_text(artifact.get("name")), as_text(artifact.get("version")))
     return {"is_url": is_url, "source_path": source_path, "file": file_name,
             "path": "%s/%s/%s" % (cache_dir, sha256, file_name) if is_url else source_path}
 
@@ -449,5 +469,6 @@ class FilterModule:
                 "manent_traffic_rows": manent_traffic_rows, "manent_cluster_result": manent_cluster_result,
                 "manent_traffic_lines": manent_traffic_lines,
                 "manent_run": manent_run, "manent_file_sha256": manent_file_sha256, "manent_waves": manent_waves,
+                "manent_artifact": manent_artifact,
                 "manent_artifact_location": manent_artifact_location,
                 "manent_applied_results": manent_applied_results}

@@ -23,7 +23,7 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import Undefined
 
-from ansible_collections.manent.kubernetes.plugins.filter.manent import as_int, host_ranges
+from ansible_collections.manent.kubernetes.plugins.filter.manent import as_int, as_text, host_ranges
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.digests import digest_problem
 from ansible_collections.manent.kubernetes.plugins.plugin_utils.plain_data import plain
 
@@ -32,33 +32,28 @@ DURATION = re.compile(r"^([0-9]+([.][0-9]+)?(ms|s|m|h)?)+$")
 DEFAULT_PORT = 6443
 
 
-def _text(value):
-    """Jinja's ``default('', true) | string``: "" for a missing or empty value."""
-    return "" if value is None or value is False else str(value)
-
-
 def _common(v):
     host = v.get("host", "")
-    has_cert, has_key = bool(_text(v.get("client_cert"))), bool(_text(v.get("client_key")))
-    namespace = _text(v.get("namespace"))
+    has_cert, has_key = bool(as_text(v.get("client_cert"))), bool(as_text(v.get("client_key")))
+    namespace = as_text(v.get("namespace"))
     return [
-        ("deploy_environment", bool(_text(v.get("environment"))),
+        ("deploy_environment", bool(as_text(v.get("environment"))),
          "is empty; set the environment of the release key, e.g. prod"),
-        ("deploy_application", bool(_text(v.get("application"))),
+        ("deploy_application", bool(as_text(v.get("application"))),
          "is empty and the artifact has no name; set the application of the release key"),
         ("deploy_namespace", bool(NAMESPACE.match(namespace)),
          "'%s' is not a namespace name (lowercase letters, digits and '-', at most 63)" % namespace),
         ("deploy_keep_releases", as_int(v.get("keep_releases")) >= 2,
          "must be at least 2 (history needs the release in service and the one before it)"),
         ("deploy_parallel", as_int(v.get("parallel")) >= 1, "must be at least 1"),
-        ("deploy_wait_timeout", bool(DURATION.match(_text(v.get("wait_timeout")))),
-         "'%s' is not a duration; use seconds or e.g. 90s, 5m, 1m30s" % _text(v.get("wait_timeout"))),
+        ("deploy_wait_timeout", bool(DURATION.match(as_text(v.get("wait_timeout")))),
+         "'%s' is not a duration; use seconds or e.g. 90s, 5m, 1m30s" % as_text(v.get("wait_timeout"))),
         ("deploy_wave_by", v.get("wave_by") in ("region", "az"), "must be region or az"),
-        ("manent_api_server", not _text(v.get("api_server")).startswith("http://"),
+        ("manent_api_server", not as_text(v.get("api_server")).startswith("http://"),
          "host %s uses plain http; use the host name or an https:// URL" % host),
         ("manent_client_key", has_cert == has_key,
          "host %s sets only one of manent_client_cert and manent_client_key; set both or neither" % host),
-        ("manent_token", bool(_text(v.get("token"))) or has_cert or v.get("kubeconfig") is True
+        ("manent_token", bool(as_text(v.get("token"))) or has_cert or v.get("kubeconfig") is True
          or v.get("env_connection") is True,
          "host %s has neither a token nor a client certificate; set manent_token (vault string, file:/path or "
          "env:NAME), manent_client_cert and manent_client_key, or manent_kubeconfig" % host),
@@ -76,16 +71,16 @@ def _artifact(v):
     shown = artifact.get("type", "") if isinstance(artifact, Mapping) else ""
     # the digest as YAML read it (a number, when it was digits only and unquoted), else as the role wrote it
     written = artifact.get("sha256") if isinstance(artifact, Mapping) else None
-    sha256_problem = digest_problem(written if isinstance(written, (int, float)) else _text(v.get("sha256")),
+    sha256_problem = digest_problem(written if isinstance(written, (int, float)) else as_text(v.get("sha256")),
                                     prefix=False)
     return [
         ("deploy_artifact", isinstance(artifact, Mapping) and len(artifact) > 0,
          "is not set; give {type: kubernetes, name, version, source, sha256}"),
         ("deploy_artifact.type", kind in list(v.get("artifact_types") or []),
-         "'%s' is not one of deploy_artifact_types" % _text(shown)),
-        ("deploy_artifact.name", bool(_text(v.get("artifact_name"))), "is empty"),
-        ("deploy_artifact.version", bool(_text(v.get("version"))), "is empty"),
-        ("deploy_artifact.source", bool(_text(v.get("source"))), "is empty; give a URL or a path on the controller"),
+         "'%s' is not one of deploy_artifact_types" % as_text(shown)),
+        ("deploy_artifact.name", bool(as_text(v.get("artifact_name", v.get("name")))), "is empty"),
+        ("deploy_artifact.version", bool(as_text(v.get("version"))), "is empty"),
+        ("deploy_artifact.source", bool(as_text(v.get("source"))), "is empty; give a URL or a path on the controller"),
         ("deploy_artifact.sha256", not sha256_problem, sha256_problem),
     ]
 
@@ -112,17 +107,17 @@ def _analysis_setting(name, value, kind, inherited=None):
              for key in value if key not in ANALYSIS_KEYS[kind]]
     checks = value.get("checks", (inherited or {}).get("checks"))
     ok = isinstance(checks, list) and len(checks) > 0 and all(
-        isinstance(check, Mapping) and _text(check.get("name")) and _text(check.get("query")) for check in checks)
+        isinstance(check, Mapping) and as_text(check.get("name")) and as_text(check.get("query")) for check in checks)
     rules.append(("%s.checks" % name, ok, "must be a list of checks, each with a name and a query"))
     for key in ON_VERDICT:
         action = value.get(key, ON_FAILURE[kind][0])
         rules.append(("%s.%s" % (name, key), action in ON_FAILURE[kind],
-                      "'%s' is not one of %s" % (_text(action), ", ".join(ON_FAILURE[kind]))))
+                      "'%s' is not one of %s" % (as_text(action), ", ".join(ON_FAILURE[kind]))))
     if kind == "wave":
-        bake = _text(value.get("bake", "0s"))
+        bake = as_text(value.get("bake", "0s"))
         rules.append(("%s.bake" % name, bool(DURATION.match(bake)),
                       "'%s' is not a duration; use e.g. 5m, 90s" % bake))
-        quorum = _text(value.get("quorum", "all")).strip()
+        quorum = as_text(value.get("quorum", "all")).strip()
         rules.append(("%s.quorum" % name, bool(QUORUM.match(quorum)) and quorum not in ("0%", "0.0%"),
                       "'%s' is not a number of clusters (2), a fraction (0.5) or a percentage (50%%) above 0"
                       % quorum))
@@ -151,7 +146,9 @@ def _analysis(v):
     rules.append(("deploy_analysis_context", isinstance(v.get("analysis_context") or {}, Mapping),
                   "must be a dict of placeholder values (namespace, candidate_slot, ...)"))
     if used:
-        url = _text(v.get("analysis_provider_url"))
+        provider = v.get("analysis_provider")
+        url = as_text(provider.get("url")) if isinstance(provider, Mapping) else ""
+        url = as_text(v["analysis_provider_url"]) if "analysis_provider_url" in v else url
         rules.append(("deploy_analysis_provider.url", url.startswith(("https://", "http://")),
                       "is not set; give the Prometheus URL (https://...) and its credentials in "
                       "deploy_analysis_provider, or remove the analysis settings"))
@@ -167,8 +164,10 @@ def manent_preflight(values, parts=None):
     ``values``: environment, application, namespace, keep_releases, parallel, wait_timeout, wave_by, host,
     api_server, client_cert, client_key, token, kubeconfig (whether one is set), env_connection (whether the host is
     reached through AWX's Kubernetes credential, K8S_AUTH_HOST), play_hosts (how many hosts the play targets);
-    artifact, artifact_types, artifact_name, version, source, sha256 (artifact); concurrency (apply);
-    analysis_context, analysis_provider_url, traffic_analysis, traffic_steps, wave_analysis (analysis)."""
+    artifact (the descriptor), artifact_types, and name (or artifact_name), version, source, sha256 as
+    manent_artifact reads them from the descriptor (artifact); concurrency (apply); analysis_context,
+    analysis_provider (only its url is read, a credential in it is never part of a message; or analysis_provider_url),
+    traffic_analysis, traffic_steps, wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
     if parts is None:
         parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency"),
@@ -182,7 +181,7 @@ def manent_preflight(values, parts=None):
 def cluster_url(server, port=DEFAULT_PORT):
     """The API server URL a host's connection variables name, as the modules build it: https, the port added
     when the server has none; host names compared in lower case."""
-    server = _text(server).strip().rstrip("/")
+    server = as_text(server).strip().rstrip("/")
     rest = server[len("https://"):] if server.lower().startswith("https://") else server
     authority, _sep, path = rest.partition("/")
     if ":" not in authority and not authority.startswith("["):
@@ -210,9 +209,9 @@ def manent_shared_targets(hosts, hostvars, namespace=""):
         cluster = cluster_url(host_vars.get("manent_api_server") or host, host_vars.get("manent_api_port"))
         config = host_vars.get("manent_kubeconfig")
         if not host_vars.get("manent_api_server") and _kubeconfig_file(config):
-            cluster = "context %s of kubeconfig %s" % (_text(host_vars.get("manent_context")) or "(current)",
+            cluster = "context %s of kubeconfig %s" % (as_text(host_vars.get("manent_context")) or "(current)",
                                                        os.path.normpath(os.path.expanduser(str(config))))
-        key = (cluster, _text(host_vars.get("deploy_namespace") or namespace))
+        key = (cluster, as_text(host_vars.get("deploy_namespace") or namespace))
         groups.setdefault(key, []).append(str(host))
     return ["hosts %s reach the same cluster (%s) for the same namespace (%s): each would deploy the release "
             "there, one over the other; give each host its own deploy_namespace, or target one of them (-l)"

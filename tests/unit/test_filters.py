@@ -180,7 +180,7 @@ def test_audit_lines_count_findings_and_note_each():
 
 def test_filters_are_registered():
     assert sorted(FilterModule().filters()) == [
-        "manent_applied_results", "manent_artifact_location",
+        "manent_applied_results", "manent_artifact", "manent_artifact_location",
         "manent_audit_lines", "manent_checkpoint_keys", "manent_checkpoint_lines", "manent_cluster_result",
         "manent_file_sha256",
         "manent_history_lines", "manent_run", "manent_seconds", "manent_summary_groups", "manent_summary_lines",

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges, manent_summary_lines
+from ansible_collections.manent.kubernetes.plugins.filter.manent import host_ranges, manent_artifact, manent_summary_lines
 from ansible_collections.manent.kubernetes.plugins.filter.manent_checks import (
     _redact, cluster_url, manent_argument_errors, manent_preflight, manent_shared_targets)
 
@@ -54,6 +54,16 @@ def test_preflight_of_good_values_is_empty_with_every_part():
 def test_preflight_names_the_variable_and_what_to_do(change, parts, expected):
     failures = manent_preflight(dict(GOOD, **change), parts)
     assert len(failures) == 1 and failures[0].startswith(expected), failures
+
+
+def test_preflight_reads_the_artifact_as_manent_artifact_returns_it():
+    """The role combines manent_artifact's result (name, not artifact_name) into the artifact part's values."""
+    read = manent_artifact(GOOD["artifact"] | {"version": "1.0.0", "source": "shop.yaml", "sha256": "A" * 64})
+    values = {k: v for k, v in GOOD.items() if k not in ("artifact_name", "version", "source", "sha256")}
+    assert manent_preflight(dict(values, **read), ["artifact"]) == []
+    failures = manent_preflight(dict(values, **manent_artifact({"type": "kubernetes"})), ["artifact"])
+    assert [line.split(":")[0] for line in failures] == [
+        "deploy_artifact.name", "deploy_artifact.version", "deploy_artifact.source", "deploy_artifact.sha256"]
 
 
 def test_preflight_checks_the_parts_asked_for_else_those_whose_values_are_given():

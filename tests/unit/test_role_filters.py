@@ -3,15 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The filters that replaced role tasks (docs/performance.md, "Through ansible-playbook and the role"): the
 artifact cache check (manent_file_sha256, instead of a stat module process), the wave plan (manent_waves,
-instead of three set_fact tasks) and where the artifact is read (manent_artifact_location, instead of five Jinja
-variables reading each other)."""
+instead of three set_fact tasks) and what the role reads from its artifact descriptor (manent_artifact, instead of
+seven Jinja variables reading each other)."""
 
 from __future__ import annotations
 
 import hashlib
 
 from ansible_collections.manent.kubernetes.plugins.filter.manent import (
-    manent_artifact_location, manent_file_sha256, manent_waves)
+    manent_artifact, manent_artifact_location, manent_file_sha256, manent_waves)
 
 SHA = "ab" * 32
 
@@ -45,22 +45,38 @@ def test_waves_of_no_hosts_and_of_hosts_without_a_value():
     assert manent_waves(["a", "b"], ["", ""])["waves"] == [["a", "b"]]
 
 
+def location(source, cache_dir="", base_dir="", name="shop", version="1.2.0", sha256=SHA):
+    """Where the role finds the artifact of this descriptor, as vars/main.yml reads it."""
+    descriptor = {"type": "kubernetes", "name": name, "version": version, "source": source, "sha256": sha256}
+    return manent_artifact_location(manent_artifact(descriptor), cache_dir, base_dir)
+
+
 def test_artifact_location_of_a_url_is_its_download_in_the_cache():
-    where = manent_artifact_location("https://repo.example/shop/shop-1.2.0.tgz?x=1", SHA, "shop", "1.2.0", "/cache")
-    assert where == {"is_url": True, "source_path": "https://repo.example/shop/shop-1.2.0.tgz?x=1",
-                     "file": "shop-1.2.0.tgz", "path": "/cache/%s/shop-1.2.0.tgz" % SHA}
+    where = location("https://repo.example/shop/shop-1.2.0.tgz?x=1", "/cache")
+    assert where == {
+        "is_url": True, "source_path": "https://repo.example/shop/shop-1.2.0.tgz?x=1", "file": "shop-1.2.0.tgz",
+        "path": "/cache/%s/shop-1.2.0.tgz" % SHA}
     # a URL whose path names no file: <name>-<version>; any scheme counts, in any case
-    assert manent_artifact_location("S3+HTTPS://bucket/", SHA, "shop", "1.2.0", "/cache")["path"] == \
-        "/cache/%s/shop-1.2.0" % SHA
+    assert location("S3+HTTPS://bucket/", "/cache")["path"] == "/cache/%s/shop-1.2.0" % SHA
 
 
 def test_artifact_location_of_a_controller_path_is_the_path_in_place(monkeypatch):
     monkeypatch.setenv("PWD", "/started/here")
-    absolute = manent_artifact_location("/srv/artifacts/shop.yaml", SHA, "shop", "1", "/cache")
-    assert absolute == {"is_url": False, "source_path": "/srv/artifacts/shop.yaml", "file": "shop.yaml",
-                        "path": "/srv/artifacts/shop.yaml"}
-    assert manent_artifact_location("dist/shop.yaml", SHA, "shop", "1", "/cache", "/base")["path"] == "/base/dist/shop.yaml"
-    assert manent_artifact_location("dist/shop.yaml", SHA, "shop", "1", "/cache")["path"] == "/started/here/dist/shop.yaml"
+    absolute = location("/srv/artifacts/shop.yaml", "/cache", version="1")
+    assert absolute == {
+        "is_url": False, "source_path": "/srv/artifacts/shop.yaml", "file": "shop.yaml",
+        "path": "/srv/artifacts/shop.yaml"}
+    assert location("dist/shop.yaml", "/cache", "/base")["path"] == "/base/dist/shop.yaml"
+    assert location("dist/shop.yaml", "/cache")["path"] == "/started/here/dist/shop.yaml"
     # not a URL: no scheme, or one that does not start with a letter
-    assert not manent_artifact_location("1http://x/y.tgz", SHA)["is_url"]
-    assert manent_artifact_location("", SHA, "shop", "1")["file"] == "shop-1"
+    assert not location("1http://x/y.tgz")["is_url"]
+    assert location("", version="1")["file"] == "shop-1"
+
+
+def test_artifact_name_version_and_digest_as_the_role_reads_them():
+    got = manent_artifact({"name": "shop", "version": 1.1, "source": "s.yaml", "sha256": SHA.upper()})
+    assert got == {"name": "shop", "version": "1.1", "source": "s.yaml", "sha256": SHA}
+    assert manent_artifact({"name": "shop"}, "shop-chart")["name"] == "shop-chart"  # deploy_artifact_name wins
+    # a missing or null field reads as empty; anything but a dict as an empty descriptor
+    for descriptor in ({"name": None, "version": None}, {}, None, "shop.yaml"):
+        assert manent_artifact(descriptor) == {"name": "", "version": "", "source": "", "sha256": ""}
