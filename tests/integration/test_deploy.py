@@ -24,8 +24,9 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming i
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.record_format import (
     STATUS_DEPLOYED, STATUS_FAILED)
 from tests.helpers import chart_path, helm_binary
-from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import KEY, actions
+from tests.integration.deploy_helpers import (
+    KEY, Recording, actions, deploy, deployer, dump, labelled_history, locator, make_bundle, reads_object,
+    record_status, render_chart_bundle, versions)
 from tests.objects import NEVER_READY, PAUSE, configmap, crd, deployment, secret, service
 from tests.integration.module_helpers import kubeconfig
 
@@ -50,7 +51,7 @@ def test_crd_and_its_custom_resource_in_one_bundle(cluster, namespace):
     cr_path = "/apis/%s/v1/namespaces/%s/gizmos/g1" % (group, namespace)
     try:
         # check mode first: the CR cannot be verified (its kind does not exist yet) and is counted skipped
-        checked = h.deployer(cluster, apply={"dry_run": True}).deploy(h.make_bundle(objects, namespace))
+        checked = deployer(cluster, apply={"dry_run": True}).deploy(make_bundle(objects, namespace))
         assert checked.status == "checked"
         assert actions(checked) == {"CustomResourceDefinition/gizmos." + group: "created",
                                     "Gizmo/%s/g1" % namespace: "skipped",
@@ -58,8 +59,8 @@ def test_crd_and_its_custom_resource_in_one_bundle(cluster, namespace):
         assert checked.objects_skipped == 1
         assert cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "gizmos." + group) is None
 
-        kube = h.Recording(cluster.kube)
-        result = h.deployer(cluster, kube=kube).deploy(h.make_bundle(objects, namespace))
+        kube = Recording(cluster.kube)
+        result = deployer(cluster, kube=kube).deploy(make_bundle(objects, namespace))
         assert result.status == "deployed"
         assert actions(result) == {"CustomResourceDefinition/gizmos." + group: "created",
                                    "Gizmo/%s/g1" % namespace: "created", "ConfigMap/%s/settings" % namespace: "created"}
@@ -69,7 +70,7 @@ def test_crd_and_its_custom_resource_in_one_bundle(cluster, namespace):
         # the CRD was read (Established) after it was applied and before the first request for the CR
         crd_patch = index_of(kube.calls, lambda m, p, q: m == "PATCH" and p == crd_path)
         cr_first = index_of(kube.calls, lambda m, p, q: p == cr_path)
-        assert any(h.reads_object(m, p, q, crd_path) for m, p, q in kube.calls[crd_patch + 1:cr_first])
+        assert any(reads_object(m, p, q, crd_path) for m, p, q in kube.calls[crd_patch + 1:cr_first])
         established = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "gizmos." + group)
         assert {c["type"]: c["status"] for c in established["status"]["conditions"]}["Established"] == "True"
     finally:
@@ -84,14 +85,14 @@ def test_redeploy_changes_one_image_then_a_rerun_writes_nothing(cluster, namespa
         return [deployment("web", image=web_image), deployment("api"), configmap("settings", mode="a"),
                 service("web")]
 
-    first = h.deploy(cluster, tmp_path, objects("registry.k8s.io/pause:3.9"), namespace, version="1.0.0")
+    first = deploy(cluster, tmp_path, objects("registry.k8s.io/pause:3.9"), namespace, version="1.0.0")
     assert first.changed is True
     assert first.to_dict()["counts"] == {"created": 4}
     assert first.phase == "install" and first.previous == ""
     assert set(first.timings) == {"apply", "wait", "prune", "total"}
     assert all(c.seconds > 0 for c in first.changes)
 
-    second = h.deploy(cluster, tmp_path, objects(PAUSE), namespace, version="1.1.0")
+    second = deploy(cluster, tmp_path, objects(PAUSE), namespace, version="1.1.0")
     assert actions(second) == {"Deployment/%s/web" % namespace: "configured",
                                "Deployment/%s/api" % namespace: "unchanged",
                                "ConfigMap/%s/settings" % namespace: "unchanged",
@@ -107,14 +108,14 @@ def test_redeploy_changes_one_image_then_a_rerun_writes_nothing(cluster, namespa
     assert {w["status"] for w in second.waited} == {"Current"}
 
     time.sleep(1.0)  # let the controllers finish writing status
-    before = h.versions(cluster, namespace)
-    kube = h.Recording(cluster.kube)
-    rerun = h.deploy(cluster, tmp_path, objects(PAUSE), namespace, version="1.1.0", kube=kube)
+    before = versions(cluster, namespace)
+    kube = Recording(cluster.kube)
+    rerun = deploy(cluster, tmp_path, objects(PAUSE), namespace, version="1.1.0", kube=kube)
     assert rerun.changed is False
     assert rerun.to_dict()["counts"] == {"unchanged": 4}
     assert rerun.history == {}
     assert kube.writes() == []  # nothing changed: no apply sent (unchanged.py, issue 13) ...
-    assert h.versions(cluster, namespace) == before  # ... and the server stored nothing, history included
+    assert versions(cluster, namespace) == before  # ... and the server stored nothing, history included
     assert {"ConfigMap/" + locator_name(KEY), "ConfigMap/" + record_name(KEY, "1.1.0"),
             "Deployment.apps/web", "Deployment.apps/api", "Service/web"} <= set(before)
     assert any(k.startswith("Pod/web-") for k in before) and any(k.startswith("EndpointSlice.") for k in before)
@@ -129,8 +130,8 @@ def test_namespaces_first_then_history_then_tiers_concurrently(cluster, namespac
                deployment("web")] + [configmap("c%d" % i, n=str(i)) for i in range(6)] + [
         configmap("remote", namespace=extra, n="x")]
     try:
-        kube = h.Recording(cluster.kube, patch_delay=0.1)
-        result = h.deployer(cluster, kube=kube, apply={"concurrency": 3}).deploy(h.make_bundle(objects, namespace))
+        kube = Recording(cluster.kube, patch_delay=0.1)
+        result = deployer(cluster, kube=kube, apply={"concurrency": 3}).deploy(make_bundle(objects, namespace))
         assert result.status == "deployed"
         patches = [p for m, p, q in kube.calls if m == "PATCH"]
         assert patches[0] == "/api/v1/namespaces/" + extra
@@ -150,10 +151,10 @@ def test_namespaces_first_then_history_then_tiers_concurrently(cluster, namespac
             assert record["metadata"]["creationTimestamp"] <= cm["metadata"]["creationTimestamp"]
         assert cluster.get("v1", "ConfigMap", extra, "remote")["data"] == {"n": "x"}
 
-        serial = h.Recording(cluster.kube, patch_delay=0.05)
+        serial = Recording(cluster.kube, patch_delay=0.05)
         changed = objects[:2] + [configmap("c%d" % i, n="%d-b" % i) for i in range(6)] + objects[-1:]
-        again = h.deployer(cluster, kube=serial, apply={"concurrency": 1}).deploy(  # changed: applied (issue 13)
-            h.make_bundle(changed, namespace, version="1.0.1", deployment="d-2"))
+        again = deployer(cluster, kube=serial, apply={"concurrency": 1}).deploy(  # changed: applied (issue 13)
+            make_bundle(changed, namespace, version="1.0.1", deployment="d-2"))
         assert again.status == "deployed" and serial.peak == 1
     finally:
         cluster.delete_namespace(extra)
@@ -171,10 +172,10 @@ def test_prune_keeps_keep_anyone_and_namespaces(cluster, namespace, tmp_path):
           configmap("gone", a="1"),
           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": extra}}]
     try:
-        assert h.deploy(cluster, tmp_path, v1, namespace, version="1").status == "deployed"
+        assert deploy(cluster, tmp_path, v1, namespace, version="1").status == "deployed"
         cluster.delete("v1", "ConfigMap", namespace, "gone")  # already gone before the prune: not an error
 
-        result = h.deploy(cluster, tmp_path, [configmap("stays", a="1")], namespace, version="2", prune=True)
+        result = deploy(cluster, tmp_path, [configmap("stays", a="1")], namespace, version="2", prune=True)
         assert result.status == "deployed"
         assert sorted(result.pruned) == ["ConfigMap/%s/legacy" % namespace, "Service/%s/old" % namespace]
         assert result.to_dict()["details"]["pruned"] == result.pruned
@@ -193,7 +194,7 @@ def test_prune_keeps_keep_anyone_and_namespaces(cluster, namespace, tmp_path):
         assert cluster.get("v1", "Namespace", None, extra)["status"]["phase"] == "Active"
 
         # version 3 prunes from version 2's objects: the survivors are no longer the release's to delete
-        third = h.deploy(cluster, tmp_path, [configmap("stays", a="2")], namespace, version="3", prune=True)
+        third = deploy(cluster, tmp_path, [configmap("stays", a="2")], namespace, version="3", prune=True)
         assert third.pruned == [] and actions(third) == {"ConfigMap/%s/stays" % namespace: "configured"}
     finally:
         cluster.delete_namespace(extra)
@@ -206,23 +207,23 @@ def test_check_mode_writes_nothing_and_reports_exactly(cluster, namespace, tmp_p
     extra = namespace + "-c"
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "stringData": {"k": "v"}}
     v1 = [configmap("a", x="1"), configmap("old", x="1"), deployment("web"), secret]
-    assert h.deploy(cluster, tmp_path, v1, namespace, version="1").status == "deployed"
+    assert deploy(cluster, tmp_path, v1, namespace, version="1").status == "deployed"
     time.sleep(1.0)
 
     def snapshot():  # (other tests create namespaces meanwhile: only ours and the one the bundle would create)
-        return h.versions(cluster, namespace), cluster.get("v1", "Namespace", None, extra)
+        return versions(cluster, namespace), cluster.get("v1", "Namespace", None, extra)
 
     before = snapshot()
     assert before[1] is None
     assert {"ConfigMap/" + locator_name(KEY), "ConfigMap/" + record_name(KEY, "1")} <= set(before[0])
 
-    kube = h.Recording(cluster.kube)
+    kube = Recording(cluster.kube)
     v2 = [configmap("a", x="2"), configmap("new", x="1"), deployment("web"), secret,
           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": extra}},
           configmap("inside", namespace=extra, x="1"), service("inside-svc")]
     v2[-1]["metadata"]["namespace"] = extra
-    result = h.deploy(cluster, tmp_path, v2, namespace, version="2", kube=kube, prune=True,
-                      apply={"dry_run": True})
+    result = deploy(cluster, tmp_path, v2, namespace, version="2", kube=kube, prune=True,
+                    apply={"dry_run": True})
     assert result.status == "checked"
     assert actions(result) == {
         "ConfigMap/%s/a" % namespace: "configured", "ConfigMap/%s/new" % namespace: "created",
@@ -236,7 +237,7 @@ def test_check_mode_writes_nothing_and_reports_exactly(cluster, namespace, tmp_p
     assert snapshot() == before  # ... and nothing changed: objects, history ConfigMaps, namespaces
 
     # check mode of what is deployed: nothing would change
-    same = h.deploy(cluster, tmp_path, v1, namespace, version="1", apply={"dry_run": True})
+    same = deploy(cluster, tmp_path, v1, namespace, version="1", apply={"dry_run": True})
     assert same.changed is False and same.to_dict()["counts"] == {"unchanged": 4}
     assert snapshot() == before
 
@@ -252,12 +253,12 @@ def db(password):
 
 
 def test_diff_mode_without_noise_and_with_secrets_redacted(cluster, namespace, tmp_path):
-    h.deploy(cluster, tmp_path, [configmap("cfg", mode="a", keep="k"), db(SECRET_OLD)], namespace, version="1")
+    deploy(cluster, tmp_path, [configmap("cfg", mode="a", keep="k"), db(SECRET_OLD)], namespace, version="1")
 
     for dry_run in (True, False):
-        result = h.deploy(cluster, tmp_path, [configmap("cfg", mode="b", keep="k"), db(SECRET_NEW)], namespace,
-                          version="2", apply={"dry_run": dry_run, "diff": True})
-        text = h.dump(result)
+        result = deploy(cluster, tmp_path, [configmap("cfg", mode="b", keep="k"), db(SECRET_NEW)], namespace,
+                        version="2", apply={"dry_run": dry_run, "diff": True})
+        text = dump(result)
         for value in (SECRET_OLD, SECRET_NEW):
             assert value not in text
             assert base64.b64encode(value.encode()).decode() not in text
@@ -282,12 +283,12 @@ def test_diff_mode_without_noise_and_with_secrets_redacted(cluster, namespace, t
 
 
 def test_progress_deadline_fails_at_once_and_keeps_the_release_in_service(cluster, namespace, tmp_path):
-    assert h.deploy(cluster, tmp_path, [deployment("web", deadline=5)], namespace, version="1").status == "deployed"
+    assert deploy(cluster, tmp_path, [deployment("web", deadline=5)], namespace, version="1").status == "deployed"
 
     started = time.monotonic()
     with pytest.raises(WaitError) as caught:
-        h.deploy(cluster, tmp_path, [deployment("web", deadline=5, template_annotations=NEVER_READY)],
-                 namespace, version="2", wait_timeout=300)
+        deploy(cluster, tmp_path, [deployment("web", deadline=5, template_annotations=NEVER_READY)],
+               namespace, version="2", wait_timeout=300)
     elapsed = time.monotonic() - started
     err = caught.value
     assert elapsed < 30  # the deadline is 5 s; wait_timeout (300 s) is not waited for
@@ -296,22 +297,22 @@ def test_progress_deadline_fails_at_once_and_keeps_the_release_in_service(cluste
     assert "ImagePullBackOff" in str(err) and "timed out progressing" in str(err)
     assert err.partial.status == "failed"
     assert actions(err.partial) == {"Deployment/%s/web" % namespace: "configured"}
-    assert h.record_status(cluster, namespace, "2") == STATUS_FAILED
-    assert h.locator(cluster, namespace)["version"] == "1"
-    assert h.record_status(cluster, namespace, "1") == STATUS_DEPLOYED
+    assert record_status(cluster, namespace, "2") == STATUS_FAILED
+    assert locator(cluster, namespace)["version"] == "1"
+    assert record_status(cluster, namespace, "1") == STATUS_DEPLOYED
 
-    fixed = h.deploy(cluster, tmp_path, [deployment("web", deadline=5, image="registry.k8s.io/pause:3.9")],
-                     namespace, version="2", wait_timeout=60)
+    fixed = deploy(cluster, tmp_path, [deployment("web", deadline=5, image="registry.k8s.io/pause:3.9")],
+                   namespace, version="2", wait_timeout=60)
     assert fixed.status == "deployed" and fixed.previous == "1"
-    assert h.record_status(cluster, namespace, "2") == STATUS_DEPLOYED
-    assert h.locator(cluster, namespace)["version"] == "2"
+    assert record_status(cluster, namespace, "2") == STATUS_DEPLOYED
+    assert locator(cluster, namespace)["version"] == "2"
 
 
 def test_wait_timeout_names_the_workload_and_why(cluster, namespace, tmp_path):
     started = time.monotonic()
     with pytest.raises(WaitError) as caught:
-        h.deploy(cluster, tmp_path, [deployment("slow", deadline=600, template_annotations=NEVER_READY),
-                                     deployment("fine")], namespace, version="1", wait_timeout=6)
+        deploy(cluster, tmp_path, [deployment("slow", deadline=600, template_annotations=NEVER_READY),
+                                   deployment("fine")], namespace, version="1", wait_timeout=6)
     elapsed = time.monotonic() - started
     err = caught.value
     assert 6 <= elapsed < 20
@@ -322,8 +323,8 @@ def test_wait_timeout_names_the_workload_and_why(cluster, namespace, tmp_path):
     assert "ImagePullBackOff" in text
     statuses = {s["ref"]: s["status"] for s in err.statuses}
     assert statuses == {"Deployment/%s/slow" % namespace: "InProgress", "Deployment/%s/fine" % namespace: "Current"}
-    assert h.record_status(cluster, namespace, "1") == STATUS_FAILED
-    assert h.locator(cluster, namespace)["version"] == ""
+    assert record_status(cluster, namespace, "1") == STATUS_FAILED
+    assert locator(cluster, namespace)["version"] == ""
 
 
 # --------------------------------------------------------------------------- conflicts
@@ -333,7 +334,7 @@ def test_conflicting_field_manager_is_taken_over_and_reported(cluster, namespace
     cluster.apply(dict(configmap("shared", mode="kubectl", other="x"), metadata={"name": "shared",
                                                                                  "namespace": namespace}),
                   manager="kubectl-client-side-apply")
-    result = h.deploy(cluster, tmp_path, [configmap("shared", mode="manent"), configmap("mine", a="1")], namespace)
+    result = deploy(cluster, tmp_path, [configmap("shared", mode="manent"), configmap("mine", a="1")], namespace)
     assert result.status == "deployed"
     change = {c.subject: c for c in result.changes}["ConfigMap/%s/shared" % namespace]
     assert change.action == "configured"
@@ -353,8 +354,8 @@ def test_conflict_without_force_fails_before_anything_is_written(cluster, namesp
                   manager="kubectl-client-side-apply")
     before = cluster.get("v1", "ConfigMap", namespace, "shared")["metadata"]["resourceVersion"]
     with pytest.raises(ApplyError) as caught:
-        h.deploy(cluster, tmp_path, [configmap("shared", mode="manent"), configmap("sibling", a="1"),
-                                     service("later")], namespace, apply={"force": False})
+        deploy(cluster, tmp_path, [configmap("shared", mode="manent"), configmap("sibling", a="1"),
+                                   service("later")], namespace, apply={"force": False})
     text = str(caught.value)
     assert ("ConfigMap/%s/shared: server-side apply conflict: field .data.mode is owned by field manager "
             "kubectl-client-side-apply" % namespace) in text
@@ -363,7 +364,7 @@ def test_conflict_without_force_fails_before_anything_is_written(cluster, namesp
     assert cluster.get("v1", "Service", namespace, "later") is None
     assert cluster.get("v1", "ConfigMap", namespace, "shared")["metadata"]["resourceVersion"] == before
     assert caught.value.partial.status == "failed"
-    assert h.labelled_history(cluster, namespace) == {}  # refused before the release was saved in history
+    assert labelled_history(cluster, namespace) == {}  # refused before the release was saved in history
 
 
 def test_objects_of_a_helm_install_are_adopted_and_helm_state_removed(cluster, namespace, tmp_path):
@@ -380,10 +381,10 @@ def test_objects_of_a_helm_install_are_adopted_and_helm_state_removed(cluster, n
                    env=env, check=True, capture_output=True, text=True, timeout=120)
     assert cluster.get("v1", "Secret", namespace, "sh.helm.release.v1.sample.v1") is not None
 
-    bundle = h.render_chart_bundle(cluster, chart, namespace, helm, helm_release="sample", helm_skip_crds=True,
-                                   helm_value={"route": {"enabled": False}, "migration": {"enabled": False},
-                                               "replicaCount": 2})
-    result = h.deployer(cluster, helm_migrate_release="sample").deploy(bundle)
+    bundle = render_chart_bundle(cluster, chart, namespace, helm, helm_release="sample", helm_skip_crds=True,
+                                 helm_value={"route": {"enabled": False}, "migration": {"enabled": False},
+                                             "replicaCount": 2})
+    result = deployer(cluster, helm_migrate_release="sample").deploy(bundle)
     assert result.status == "deployed"
     by_subject = {c.subject: c for c in result.changes}
     # helm stamps app.kubernetes.io/managed-by: Helm on what it installs; manent's label takes it over
@@ -423,7 +424,7 @@ def test_rbac_denial_names_verb_resource_namespace_and_user(cluster, namespace, 
         cluster.wait(lambda: kube.get_json("/api/v1/namespaces/%s/configmaps" % namespace) is not None,
                      what="RBAC for manent-deployer")
         with pytest.raises(ApplyError) as caught:
-            h.deploy(cluster, tmp_path, [configmap("cfg", a="1"), deployment("web")], namespace, kube=kube)
+            deploy(cluster, tmp_path, [configmap("cfg", a="1"), deployment("web")], namespace, kube=kube)
     finally:
         kube.close()
     text = str(caught.value)
@@ -433,7 +434,7 @@ def test_rbac_denial_names_verb_resource_namespace_and_user(cluster, namespace, 
     assert 'grant them in a Role/ClusterRole bound to user "manent-deployer"' in text
     assert caught.value.partial.status == "failed" and actions(caught.value.partial) == {}
     assert cluster.get("v1", "ConfigMap", namespace, "cfg") is None
-    assert h.labelled_history(cluster, namespace) == {}
+    assert labelled_history(cluster, namespace) == {}
 
 
 # --------------------------------------------------------------------------- server warnings and errors
@@ -442,7 +443,7 @@ def test_rbac_denial_names_verb_resource_namespace_and_user(cluster, namespace, 
 def test_server_warnings_become_warnings_naming_the_object(cluster, namespace, tmp_path):
     endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "legacy"},
                  "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}
-    result = h.deploy(cluster, tmp_path, [endpoints, configmap("cfg", a="1")], namespace)
+    result = deploy(cluster, tmp_path, [endpoints, configmap("cfg", a="1")], namespace)
     change = {c.subject: c for c in result.changes}["Endpoints/%s/legacy" % namespace]
     assert change.warnings == ["v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"]
     assert ("Endpoints/%s/legacy: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
@@ -454,7 +455,7 @@ def test_unknown_field_is_refused_naming_object_and_field(cluster, namespace, tm
     bad = deployment("web")
     bad["spec"]["replica"] = 2
     with pytest.raises(ApplyError) as caught:
-        h.deployer(cluster).deploy(h.make_bundle([bad], namespace))
+        deployer(cluster).deploy(make_bundle([bad], namespace))
     text = str(caught.value)
     assert "Deployment/%s/web" % namespace in text
     assert ".spec.replica: field not declared in schema" in text
@@ -470,7 +471,7 @@ def test_crd_and_custom_resource_render_and_deploy_from_one_artifact(cluster, na
     gizmo = {"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g1"}, "spec": {"size": 1}}
     objects = [crd(group, "Gizmo", "gizmos"), gizmo]
     try:
-        result = h.deploy(cluster, tmp_path, objects, namespace)
+        result = deploy(cluster, tmp_path, objects, namespace)
         assert actions(result) == {"CustomResourceDefinition/gizmos." + group: "created",
                                    "Gizmo/%s/g1" % namespace: "created"}
     finally:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import actions
+from tests.integration.deploy_helpers import KEY, actions, deploy, deployer, locator, record_status, render_bundle
 from tests.objects import PAUSE, configmap, job
 
 pytestmark = pytest.mark.integration
@@ -26,23 +25,23 @@ def _job_done(cluster, namespace, name):
 
 
 def test_changed_job_is_recreated_and_unchanged_job_left_alone(cluster, namespace, tmp_path):
-    first = h.deploy(cluster, tmp_path, [job("migrate", command="-v"), configmap("cfg", v="1")], namespace,
-                     version="1")
+    first = deploy(cluster, tmp_path, [job("migrate", command="-v"), configmap("cfg", v="1")], namespace,
+                   version="1")
     assert actions(first) == {"Job/%s/migrate" % namespace: "created", "ConfigMap/%s/cfg" % namespace: "created"}
     uid = _uid(cluster, namespace, "migrate")
     cluster.wait(lambda: _job_done(cluster, namespace, "migrate"), timeout=30, what="job succeeded")
     rv = cluster.get("batch/v1", "Job", namespace, "migrate")["metadata"]["resourceVersion"]
 
     # the Job is the same in release 2: not touched (same uid, same resourceVersion)
-    second = h.deploy(cluster, tmp_path, [job("migrate", command="-v"), configmap("cfg", v="2")], namespace,
-                      version="2")
+    second = deploy(cluster, tmp_path, [job("migrate", command="-v"), configmap("cfg", v="2")], namespace,
+                    version="2")
     assert actions(second) == {"Job/%s/migrate" % namespace: "unchanged", "ConfigMap/%s/cfg" % namespace: "configured"}
     live = cluster.get("batch/v1", "Job", namespace, "migrate")
     assert live["metadata"]["uid"] == uid and live["metadata"]["resourceVersion"] == rv
 
     # its pod template changed in release 3: immutable, so deleted and created again (default policy)
-    third = h.deploy(cluster, tmp_path, [job("migrate", command="-version"), configmap("cfg", v="2")], namespace,
-                     version="3")
+    third = deploy(cluster, tmp_path, [job("migrate", command="-version"), configmap("cfg", v="2")], namespace,
+                   version="3")
     change = {c.subject: c for c in third.changes}["Job/%s/migrate" % namespace]
     assert change.action == "recreated"
     live = cluster.get("batch/v1", "Job", namespace, "migrate")
@@ -54,12 +53,12 @@ def test_changed_job_is_recreated_and_unchanged_job_left_alone(cluster, namespac
 
 def test_before_creation_job_runs_again_on_an_unchanged_redeploy(cluster, namespace, tmp_path):
     objects = [job("migrate", command="-v", annotations={"werf.io/delete-policy": "before-creation"})]
-    first = h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    first = deploy(cluster, tmp_path, objects, namespace, version="1")
     assert actions(first) == {"Job/%s/migrate" % namespace: "created"}
     uid = _uid(cluster, namespace, "migrate")
     cluster.wait(lambda: _job_done(cluster, namespace, "migrate"), timeout=30, what="job succeeded")
 
-    rerun = h.deploy(cluster, tmp_path, objects, namespace, version="1")  # same artifact, same version
+    rerun = deploy(cluster, tmp_path, objects, namespace, version="1")  # same artifact, same version
     assert actions(rerun) == {"Job/%s/migrate" % namespace: "recreated"}
     assert rerun.changed is True and rerun.history == {}
     new_uid = _uid(cluster, namespace, "migrate")
@@ -69,14 +68,14 @@ def test_before_creation_job_runs_again_on_an_unchanged_redeploy(cluster, namesp
 
 def test_install_only_object_is_applied_once_then_left_alone(cluster, namespace, tmp_path):
     seed = {"werf.io/deploy-on": "install", "werf.io/ownership": "anyone"}
-    first = h.deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="initial"), configmap("app", v="1")],
-                     namespace, version="1")
+    first = deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="initial"), configmap("app", v="1")],
+                   namespace, version="1")
     assert first.phase == "install"
     assert actions(first) == {"ConfigMap/%s/seed" % namespace: "created", "ConfigMap/%s/app" % namespace: "created"}
     before = cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"]
 
-    second = h.deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="changed"),
-                                          configmap("app", v="2")], namespace, version="2", prune=True)
+    second = deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="changed"),
+                                        configmap("app", v="2")], namespace, version="2", prune=True)
     assert second.phase == "upgrade"
     assert actions(second) == {"ConfigMap/%s/seed" % namespace: "skipped", "ConfigMap/%s/app" % namespace: "configured"}
     assert second.skipped == ["ConfigMap/%s/seed (deploy-on: not in upgrade)" % namespace]
@@ -85,7 +84,7 @@ def test_install_only_object_is_applied_once_then_left_alone(cluster, namespace,
     assert live["data"] == {"value": "initial"} and live["metadata"]["resourceVersion"] == before
 
     # even when it leaves the artifact: ownership anyone keeps it from being pruned
-    third = h.deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
+    third = deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
     assert third.pruned == []
     assert cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"] == before
 
@@ -99,14 +98,14 @@ def _replicaset(name, replicas=2):
 
 
 def test_orphan_propagation_leaves_the_pods_of_a_pruned_replicaset(cluster, namespace, tmp_path):
-    h.deploy(cluster, tmp_path, [_replicaset("legacy"), configmap("cfg", v="1")], namespace, version="1")
+    deploy(cluster, tmp_path, [_replicaset("legacy"), configmap("cfg", v="1")], namespace, version="1")
     pods = cluster.wait(lambda: [p for p in cluster.list("v1", "Pod", namespace, "rs=legacy")
                                  if p["metadata"].get("ownerReferences")][:2]
                         if len(cluster.list("v1", "Pod", namespace, "rs=legacy")) == 2 else None,
                         timeout=30, what="two pods of the ReplicaSet")
     uids = sorted(p["metadata"]["uid"] for p in pods)
 
-    result = h.deploy(cluster, tmp_path, [configmap("cfg", v="1")], namespace, version="2", prune=True)
+    result = deploy(cluster, tmp_path, [configmap("cfg", v="1")], namespace, version="2", prune=True)
     assert result.pruned == ["ReplicaSet/%s/legacy" % namespace]
     cluster.assert_deleted("apps/v1", "ReplicaSet", namespace, "legacy")
 
@@ -120,14 +119,14 @@ def test_orphan_propagation_leaves_the_pods_of_a_pruned_replicaset(cluster, name
 
 
 def test_keep_and_anyone_objects_survive_a_rollback_with_prune(cluster, namespace, tmp_path):
-    h.deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1")
-    second = h.deploy(cluster, tmp_path, [
+    deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1")
+    second = deploy(cluster, tmp_path, [
         configmap("app", v="2"), configmap("added", v="2"),
         configmap("added-keep", annotations={"helm.sh/resource-policy": "keep"}, v="2"),
         configmap("added-anyone", annotations={"manent.io/ownership": "anyone"}, v="2")], namespace, version="2")
     assert second.status == "deployed"
 
-    result = h.deployer(cluster, prune=True).rollback(namespace, h.KEY)
+    result = deployer(cluster, prune=True).rollback(namespace, KEY)
     assert result.status == "rolled-back" and result.phase == "rollback"
     assert result.pruned == ["ConfigMap/%s/added" % namespace]
     assert actions(result) == {
@@ -137,29 +136,29 @@ def test_keep_and_anyone_objects_survive_a_rollback_with_prune(cluster, namespac
     cluster.assert_deleted("v1", "ConfigMap", namespace, "added")
     assert cluster.get("v1", "ConfigMap", namespace, "added-keep") is not None
     assert cluster.get("v1", "ConfigMap", namespace, "added-anyone") is not None
-    assert h.locator(cluster, namespace)["version"] == "1"
-    assert h.record_status(cluster, namespace, "2") == "rolled-back"
+    assert locator(cluster, namespace)["version"] == "1"
+    assert record_status(cluster, namespace, "2") == "rolled-back"
 
 
 def test_install_only_object_owned_by_the_release_does_what_the_warning_says(cluster, namespace, tmp_path):
     seed = {"werf.io/deploy-on": "install"}
-    bundle = h.render_bundle(cluster, tmp_path, [configmap("seed", annotations=seed, value="initial"),
-                                                 configmap("app", v="1")], namespace, version="1")
+    bundle = render_bundle(cluster, tmp_path, [configmap("seed", annotations=seed, value="initial"),
+                                               configmap("app", v="1")], namespace, version="1")
     warning = [w for w in bundle.warnings if "ConfigMap/%s/seed" % namespace in w]
     assert len(warning) == 1
     assert "upgrades leave the live object as it is" in warning[0]
     assert "do not delete it while it stays in the artifact" in warning[0]
     assert "once it leaves the artifact, prune deletes it" in warning[0]
-    h.deployer(cluster).deploy(bundle)
+    deployer(cluster).deploy(bundle)
     before = cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"]
 
     # upgrades: neither updated nor deleted (prune on) while it stays in the artifact
-    second = h.deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="changed"),
-                                          configmap("app", v="2")], namespace, version="2", prune=True)
+    second = deploy(cluster, tmp_path, [configmap("seed", annotations=seed, value="changed"),
+                                        configmap("app", v="2")], namespace, version="2", prune=True)
     assert actions(second)["ConfigMap/%s/seed" % namespace] == "skipped" and second.pruned == []
     assert cluster.get("v1", "ConfigMap", namespace, "seed")["metadata"]["resourceVersion"] == before
 
     # out of the artifact: prune deletes it, as every object of the release
-    third = h.deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
+    third = deploy(cluster, tmp_path, [configmap("app", v="3")], namespace, version="3", prune=True)
     assert third.pruned == ["ConfigMap/%s/seed" % namespace]
     cluster.assert_deleted("v1", "ConfigMap", namespace, "seed")

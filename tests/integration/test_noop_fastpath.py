@@ -16,8 +16,8 @@ import pytest
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.store import HistoryStore
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
-from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import actions
+from tests.integration.deploy_helpers import (
+    KEY, Recording, actions, deploy, deployer, dump, locator, make_bundle, reads_object)
 from tests.objects import PAUSE, configmap, deployment, secret, service
 
 pytestmark = pytest.mark.integration
@@ -43,9 +43,9 @@ class _Deploys:
 
     def __call__(self, objects, kube=None):
         self.version += 1
-        kube = kube or h.Recording(self.cluster.kube)
-        result = h.deploy(self.cluster, self.tmp_path, objects, self.namespace, version="1.0.%d" % self.version,
-                          kube=kube, wait=False)
+        kube = kube or Recording(self.cluster.kube)
+        result = deploy(self.cluster, self.tmp_path, objects, self.namespace, version="1.0.%d" % self.version,
+                        kube=kube, wait=False)
         assert result.status == "deployed"
         return result, kube
 
@@ -53,7 +53,7 @@ class _Deploys:
         return "%s/%s/%s" % (kind, self.namespace, name)
 
 
-class _Meddling(h.Recording):
+class _Meddling(Recording):
     """The real Kube, recorded; once a request that ``when(method, path, query)`` selects has been answered,
     ``then()`` runs (once): another client changing the cluster in the middle of a deploy, as a controller
     reacting to manent's write, or someone editing while a stage waits."""
@@ -98,7 +98,7 @@ def test_nothing_changed_is_unchanged_without_a_patch_one_list_per_kind(cluster,
     lists = [(p, q) for m, p, q in kube.calls if m == "GET" and "limit" in q and "labelSelector" in q
              and "manent.io/application" in q["labelSelector"]]
     assert sorted(p.rsplit("/", 1)[-1] for p, q in lists) == ["configmaps", "deployments", "secrets", "services"]
-    assert SECRET_VALUE not in h.dump(again)
+    assert SECRET_VALUE not in dump(again)
 
 
 def test_each_object_is_compared_with_its_stored_copy_twice(cluster, namespace, tmp_path, monkeypatch):
@@ -170,7 +170,7 @@ def test_removed_field_changed_image_and_changed_secret_are_applied(cluster, nam
     assert web["spec"]["template"]["spec"]["containers"][0]["image"] == PAUSE + "-other"
     data = cluster.get("v1", "Secret", namespace, "creds")["data"]
     assert base64.b64decode(data["password"]).decode() == "changed-Value-9e2f"
-    assert SECRET_VALUE not in h.dump(result) and "changed-Value-9e2f" not in h.dump(result)
+    assert SECRET_VALUE not in dump(result) and "changed-Value-9e2f" not in dump(result)
 
 
 def test_secret_edited_live_is_reapplied_and_never_printed(cluster, namespace, tmp_path):
@@ -184,7 +184,7 @@ def test_secret_edited_live_is_reapplied_and_never_printed(cluster, namespace, t
     assert _patches(kube) == ["creds"]
     data = cluster.get("v1", "Secret", namespace, "creds")["data"]
     assert base64.b64decode(data["password"]).decode() == SECRET_VALUE
-    text = json.dumps(h.dump(result))
+    text = json.dumps(dump(result))
     assert SECRET_VALUE not in text and "tampered-Value-77" not in text
 
 
@@ -238,7 +238,7 @@ def test_an_edit_while_the_pre_stage_waits_is_reapplied(cluster, namespace, tmp_
                       manager="someone-else")
 
     waiting = "/apis/apps/v1/namespaces/%s/deployments/migrate" % namespace
-    kube = _Meddling(cluster.kube, lambda m, p, q: h.reads_object(m, p, q, waiting), edit_settings)
+    kube = _Meddling(cluster.kube, lambda m, p, q: reads_object(m, p, q, waiting), edit_settings)
     result, kube = deploys(_objects() + [pre], kube=kube)
     assert kube.meddled, "the pre stage waited for its Deployment"
     _only(result, deploys, **{deploys.ref("ConfigMap", "settings"): "configured",
@@ -248,8 +248,8 @@ def test_an_edit_while_the_pre_stage_waits_is_reapplied(cluster, namespace, tmp_
 
 
 def test_rollout_wait_lists_each_kind_and_namespace_once_per_round(cluster, namespace, tmp_path):
-    kube = h.Recording(cluster.kube)
-    result = h.deploy(cluster, tmp_path, _objects(), namespace, version="1.0.0", kube=kube)
+    kube = Recording(cluster.kube)
+    result = deploy(cluster, tmp_path, _objects(), namespace, version="1.0.0", kube=kube)
     assert result.status == "deployed"
     assert sorted(w["ref"] for w in result.waited) == [
         "Deployment/%s/api" % namespace, "Deployment/%s/web" % namespace]
@@ -268,12 +268,12 @@ def test_first_install_asks_one_list_which_objects_exist(cluster, namespace, tmp
     are new, so those are applied without a GET each; objects that exist already (here another release's, adopted)
     are still read before their apply and reported configured, not created."""
     other = ReleaseKey("other", "other", "test")
-    assert h.deploy(cluster, tmp_path, [configmap("pre-%d" % i, v="a") for i in range(5)], namespace,
-                    key=other).status == "deployed"
-    kube = h.Recording(cluster.kube)
+    assert deploy(cluster, tmp_path, [configmap("pre-%d" % i, v="a") for i in range(5)], namespace,
+                  key=other).status == "deployed"
+    kube = Recording(cluster.kube)
     objects = [configmap("pre-%d" % i, v="b") for i in range(5)] + [configmap("new-%d" % i, v="b") for i in range(5)]
-    result = h.deploy(cluster, tmp_path, objects, namespace, kube=kube, adopt=True)
-    assert result.status == "deployed", h.dump(result)
+    result = deploy(cluster, tmp_path, objects, namespace, kube=kube, adopt=True)
+    assert result.status == "deployed", dump(result)
     done = actions(result)
     assert {done["ConfigMap/%s/pre-%d" % (namespace, i)] for i in range(5)} == {"configured"}, done
     assert {done["ConfigMap/%s/new-%d" % (namespace, i)] for i in range(5)} == {"created"}, done
@@ -294,9 +294,9 @@ def test_first_install_lists_every_tier_before_its_first_write(cluster, namespac
     between tiers: each is a round trip to a distant cluster); each kind once; no object read one by one."""
     objects = ([configmap("c%d" % i, v="1") for i in range(4)] + [service("s%d" % i) for i in range(4)]
                + [deployment("d%d" % i) for i in range(4)])
-    kube = h.Recording(cluster.kube)
-    result = h.deploy(cluster, tmp_path, objects, namespace, kube=kube, wait=False)
-    assert result.status == "deployed", h.dump(result)
+    kube = Recording(cluster.kube)
+    result = deploy(cluster, tmp_path, objects, namespace, kube=kube, wait=False)
+    assert result.status == "deployed", dump(result)
     assert set(actions(result).values()) == {"created"}
     lists = _absence_lists(kube)
     assert sorted(p.rsplit("/", 1)[-1] for _i, p in lists) == ["configmaps", "deployments", "services"], lists
@@ -317,9 +317,9 @@ def test_an_object_created_by_someone_else_after_the_list_is_reported_configured
     kube = _Meddling(cluster.kube, lambda m, p, q: m == "GET" and p.endswith("/configmaps")
                      and "labelSelector" not in q and "limit" in q, create_late)
     objects = [configmap("c%d" % i, v="1") for i in range(4)] + [configmap("late", v="mine")]
-    result = h.deploy(cluster, tmp_path, objects, namespace, kube=kube, wait=False)
+    result = deploy(cluster, tmp_path, objects, namespace, kube=kube, wait=False)
     assert kube.meddled
-    assert result.status == "deployed", h.dump(result)
+    assert result.status == "deployed", dump(result)
     done = actions(result)
     assert done.pop("ConfigMap/%s/late" % namespace) == "configured"
     assert set(done.values()) == {"created"}, done
@@ -334,32 +334,32 @@ def test_a_rerun_that_renders_differently_is_applied_and_said_but_drift_is_not_m
     rerun changes it, naming the object, never the value. A live object edited by someone else is re-applied
     without that warning: the rendering still equals the copy stored in history."""
     def rendered(generated):
-        return h.make_bundle([configmap("settings", mode="a"), creds(generated)], namespace, version="1.0.0",
-                             deployment="d-same-inputs")
+        return make_bundle([configmap("settings", mode="a"), creds(generated)], namespace, version="1.0.0",
+                           deployment="d-same-inputs")
 
-    first = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))
+    first = deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))
     assert first.status == "deployed" and not any("rendered differently" in w for w in first.warnings)
 
     cluster.apply(dict(configmap("settings", mode="edited"), metadata={"name": "settings", "namespace": namespace}),
                   manager="someone-else")
-    drifted = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))
-    assert actions(drifted)["ConfigMap/%s/settings" % namespace] == "configured", h.dump(drifted)
+    drifted = deployer(cluster, wait=False).deploy(rendered("generated-Value-one-1f"))
+    assert actions(drifted)["ConfigMap/%s/settings" % namespace] == "configured", dump(drifted)
     assert not any("rendered differently" in w for w in drifted.warnings), drifted.warnings
 
-    again = h.deployer(cluster, wait=False).deploy(rendered("generated-Value-two-2e"))
+    again = deployer(cluster, wait=False).deploy(rendered("generated-Value-two-2e"))
     assert again.status == "deployed"
-    assert actions(again)["Secret/%s/creds" % namespace] == "configured", h.dump(again)
-    assert actions(again)["ConfigMap/%s/settings" % namespace] == "unchanged", h.dump(again)
+    assert actions(again)["Secret/%s/creds" % namespace] == "configured", dump(again)
+    assert actions(again)["ConfigMap/%s/settings" % namespace] == "unchanged", dump(again)
     said = [w for w in again.warnings if "rendered differently" in w]
     assert len(said) == 1 and "(Secret/%s/creds)" % namespace in said[0], again.warnings
     assert "generated-Value" not in json.dumps(again.warnings) and "ConfigMap" not in said[0]
     # the record of the release in service now holds what is live: a rollback to this version restores the
     # second rendering, not the first. The rerun that only met drift wrote no history.
     assert drifted.history == {} and again.history.get("written") is True, (drifted.history, again.history)
-    stored = {o["kind"]: o for o in HistoryStore(cluster.kube, namespace, h.KEY).load("1.0.0")[1]}
+    stored = {o["kind"]: o for o in HistoryStore(cluster.kube, namespace, KEY).load("1.0.0")[1]}
     assert _secret_value(stored["Secret"]) == "generated-Value-two-2e"
     assert stored["ConfigMap"]["data"] == {"mode": "a"}
-    assert h.locator(cluster, namespace)["replaced"] == ""  # a version never replaces itself
+    assert locator(cluster, namespace)["replaced"] == ""  # a version never replaces itself
 
 
 def _secret_value(secret):

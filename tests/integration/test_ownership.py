@@ -19,8 +19,8 @@ import pytest
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.client import Kube
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import InputError
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.identity import ReleaseKey
-from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import KEY, actions
+from tests.integration.deploy_helpers import (
+    KEY, Recording, actions, deploy, deployer, labelled_history, locator, versions)
 from tests.objects import configmap, service
 from tests.integration.playbook_helpers import artifact, base_vars, run_playbook, write_manifest
 
@@ -47,8 +47,8 @@ def _release_labels(key):
 
 def _deploy_a(cluster, tmp_path, namespace):
     """Release A: x and y (both later in B), plus its own ConfigMap and a Service that B also lists."""
-    result = h.deploy(cluster, tmp_path, [configmap("x", owner="a"), configmap("y", owner="a"),
-                                          configmap("a-only", a="1"), service("web")], namespace, key=A)
+    result = deploy(cluster, tmp_path, [configmap("x", owner="a"), configmap("y", owner="a"),
+                                        configmap("a-only", a="1"), service("web")], namespace, key=A)
     assert result.status == "deployed"
     # the endpoint controllers add the Service's Endpoints and EndpointSlice a moment later: wait for them, so that
     # the tests' before/after snapshots differ only by what the deploys under test write
@@ -87,19 +87,19 @@ def test_objects_of_another_release_stop_the_deploy_before_any_write(cluster, na
     extra = namespace + "-b"
     _deploy_a(cluster, tmp_path, namespace)
     x_before = cluster.get("v1", "ConfigMap", namespace, "x")
-    before = h.versions(cluster, namespace)
+    before = versions(cluster, namespace)
 
-    kube = h.Recording(cluster.kube)
+    kube = Recording(cluster.kube)
     with pytest.raises(InputError) as caught:
-        h.deploy(cluster, tmp_path, _b_objects(extra), namespace, key=B, kube=kube, version="7.0.0")
+        deploy(cluster, tmp_path, _b_objects(extra), namespace, key=B, kube=kube, version="7.0.0")
     _assert_names_both_releases(caught.value, namespace)
 
     assert kube.writes() == []  # no namespace, no history lock or record, no object
-    assert h.versions(cluster, namespace) == before  # every object and A's history as A left them
+    assert versions(cluster, namespace) == before  # every object and A's history as A left them
     x = cluster.get("v1", "ConfigMap", namespace, "x")
     assert x["metadata"]["labels"] == x_before["metadata"]["labels"] == _release_labels(A)
     assert x["data"] == {"owner": "a"}
-    assert h.labelled_history(cluster, namespace, B) == {}
+    assert labelled_history(cluster, namespace, B) == {}
     assert cluster.get("v1", "Namespace", None, extra) is None
     # efficient: the five ConfigMaps were read with one metadata LIST, the Service with one GET
     gets = [(p, q) for m, p, q in kube.calls if m == "GET"]
@@ -116,17 +116,17 @@ def test_check_mode_fails_the_same_way_in_another_namespace(cluster, namespace, 
     cluster.create_namespace(other)
     try:
         _deploy_a(cluster, tmp_path, namespace)
-        before = h.versions(cluster, namespace), h.versions(cluster, other)
+        before = versions(cluster, namespace), versions(cluster, other)
         objects = _b_objects()
         for obj in objects:
             obj["metadata"]["namespace"] = namespace  # B's release namespace is another one; these live in A's
-        kube = h.Recording(cluster.kube)
+        kube = Recording(cluster.kube)
         with pytest.raises(InputError) as caught:
-            h.deploy(cluster, tmp_path, objects, other, key=B, kube=kube, apply={"dry_run": True})
+            deploy(cluster, tmp_path, objects, other, key=B, kube=kube, apply={"dry_run": True})
         _assert_names_both_releases(caught.value, namespace)
         # not even a dry-run apply: only reads (GETs, and the access reviews sent with the owner check)
         assert not [c for c in kube.calls if c[0] != "GET" and not c[1].startswith("/apis/authorization.k8s.io/")]
-        assert (h.versions(cluster, namespace), h.versions(cluster, other)) == before
+        assert (versions(cluster, namespace), versions(cluster, other)) == before
     finally:
         cluster.delete_namespace(other)
 
@@ -140,15 +140,15 @@ def test_adopt_takes_them_over_and_says_so(cluster, namespace, tmp_path):
                 {"subject": "ConfigMap/%s/y" % namespace, "from": A_DICT},
                 {"subject": "Service/%s/web" % namespace, "from": A_DICT}]
 
-    before = h.versions(cluster, namespace)
-    checked = h.deploy(cluster, tmp_path, _b_objects(), namespace, key=B, adopt=True, apply={"dry_run": True})
+    before = versions(cluster, namespace)
+    checked = deploy(cluster, tmp_path, _b_objects(), namespace, key=B, adopt=True, apply={"dry_run": True})
     assert checked.status == "checked"
     assert sorted(checked.adopted, key=lambda a: a["subject"]) == expected
     assert "ConfigMap/%s/x: would be adopted from release %s by release %s" % (namespace, A_NAME, B_NAME) \
         in checked.warnings
-    assert h.versions(cluster, namespace) == before
+    assert versions(cluster, namespace) == before
 
-    result = h.deploy(cluster, tmp_path, _b_objects(), namespace, key=B, adopt=True)
+    result = deploy(cluster, tmp_path, _b_objects(), namespace, key=B, adopt=True)
     assert result.status == "deployed"
     assert sorted(result.adopted, key=lambda a: a["subject"]) == expected
     assert sorted(result.to_dict()["adopted"], key=lambda a: a["subject"]) == expected
@@ -159,13 +159,13 @@ def test_adopt_takes_them_over_and_says_so(cluster, namespace, tmp_path):
     assert dict(x["metadata"]["labels"]) == _release_labels(B)
     assert x["data"] == {"owner": "b"}
     assert _labels(cluster, "Service", namespace, "web") == _release_labels(B)
-    assert h.locator(cluster, namespace, B)["version"] == "1.0.0"
+    assert locator(cluster, namespace, B)["version"] == "1.0.0"
 
     # a redeploy of B, a new version of B and a rollback of B to its older version: same key, no check trips
-    assert h.deploy(cluster, tmp_path, _b_objects(), namespace, key=B).adopted == []
-    v2 = h.deploy(cluster, tmp_path, _b_objects() + [configmap("b4", b="4")], namespace, key=B, version="2.0.0")
+    assert deploy(cluster, tmp_path, _b_objects(), namespace, key=B).adopted == []
+    v2 = deploy(cluster, tmp_path, _b_objects() + [configmap("b4", b="4")], namespace, key=B, version="2.0.0")
     assert v2.status == "deployed" and v2.adopted == []
-    back = h.deployer(cluster, prune=True).rollback(namespace, B)
+    back = deployer(cluster, prune=True).rollback(namespace, B)
     assert back.status == "rolled-back" and back.release == "1.0.0" and back.adopted == []
     assert back.pruned == ["ConfigMap/%s/b4" % namespace]
 
@@ -175,10 +175,10 @@ def test_adopt_takes_them_over_and_says_so(cluster, namespace, tmp_path):
 
 def test_prune_of_the_first_release_keeps_what_the_second_adopted(cluster, namespace, tmp_path):
     _deploy_a(cluster, tmp_path, namespace)
-    assert h.deploy(cluster, tmp_path, _b_objects(), namespace, key=B, adopt=True).status == "deployed"
+    assert deploy(cluster, tmp_path, _b_objects(), namespace, key=B, adopt=True).status == "deployed"
 
     # A drops x, y, web and a-only: only a-only is still A's to delete
-    result = h.deploy(cluster, tmp_path, [configmap("a-new", a="2")], namespace, key=A, version="2.0.0", prune=True)
+    result = deploy(cluster, tmp_path, [configmap("a-new", a="2")], namespace, key=A, version="2.0.0", prune=True)
     assert result.status == "deployed"
     assert result.pruned == ["ConfigMap/%s/a-only" % namespace]
     reasons = {c.subject: c.reason for c in result.changes if c.action == "skipped"}
@@ -188,14 +188,14 @@ def test_prune_of_the_first_release_keeps_what_the_second_adopted(cluster, names
     cluster.assert_deleted("v1", "ConfigMap", namespace, "a-only")
 
     # rolling A back to 1.0.0 would take x, y and web back from B: refused before any write
-    before = h.versions(cluster, namespace)
+    before = versions(cluster, namespace)
     with pytest.raises(InputError) as caught:
-        h.deployer(cluster, prune=True).rollback(namespace, A)
+        deployer(cluster, prune=True).rollback(namespace, A)
     text = str(caught.value)
     assert "ConfigMap/%s/x belongs to release %s" % (namespace, B_NAME) in text
     assert "a rollback does not take objects over" in text and "nothing was written" in text
-    assert h.versions(cluster, namespace) == before
-    assert h.locator(cluster, namespace, A)["version"] == "2.0.0"
+    assert versions(cluster, namespace) == before
+    assert locator(cluster, namespace, A)["version"] == "2.0.0"
 
 
 # --------------------------------------------------------------------------- 5. ownership anyone
@@ -203,24 +203,24 @@ def test_prune_of_the_first_release_keeps_what_the_second_adopted(cluster, names
 
 def test_ownership_anyone_is_shared_and_outlives_either_release_dropping_it(cluster, namespace, tmp_path):
     shared = configmap("shared", annotations=ANYONE, v="1")
-    a = h.deploy(cluster, tmp_path, [shared, configmap("a-only", a="1")], namespace, key=A)
-    b = h.deploy(cluster, tmp_path, [shared, configmap("b-only", b="1")], namespace, key=B)
+    a = deploy(cluster, tmp_path, [shared, configmap("a-only", a="1")], namespace, key=A)
+    b = deploy(cluster, tmp_path, [shared, configmap("b-only", b="1")], namespace, key=B)
     assert a.status == b.status == "deployed" and b.adopted == [] and not any("adopt" in w for w in b.warnings)
 
     anyone = "not pruned: ownership anyone (annotation werf.io/ownership): not the release's alone"
-    a2 = h.deploy(cluster, tmp_path, [configmap("a-only", a="1")], namespace, key=A, version="2.0.0", prune=True)
+    a2 = deploy(cluster, tmp_path, [configmap("a-only", a="1")], namespace, key=A, version="2.0.0", prune=True)
     assert a2.pruned == [] and {c.subject: c.reason for c in a2.changes if c.action == "skipped"} == {
         "ConfigMap/%s/shared" % namespace: anyone}
     assert cluster.get("v1", "ConfigMap", namespace, "shared") is not None
 
-    b2 = h.deploy(cluster, tmp_path, [configmap("b-only", b="1")], namespace, key=B, version="2.0.0", prune=True)
+    b2 = deploy(cluster, tmp_path, [configmap("b-only", b="1")], namespace, key=B, version="2.0.0", prune=True)
     assert b2.pruned == [] and {c.subject: c.reason for c in b2.changes if c.action == "skipped"} == {
         "ConfigMap/%s/shared" % namespace: anyone}
     assert cluster.get("v1", "ConfigMap", namespace, "shared")["data"] == {"v": "1"}
 
     # an object shared by design only in the old release is still refused when the new one claims it alone
     with pytest.raises(InputError) as caught:
-        h.deploy(cluster, tmp_path, [configmap("shared", v="2")], namespace, key=A, version="3.0.0")
+        deploy(cluster, tmp_path, [configmap("shared", v="2")], namespace, key=A, version="3.0.0")
     assert "ConfigMap/%s/shared belongs to release %s" % (namespace, B_NAME) in str(caught.value)
 
 
@@ -238,8 +238,8 @@ def test_objects_of_other_tools_are_taken_over_without_error(cluster, namespace,
     half["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "manent"}
     cluster.apply(half, manager="manent")
 
-    result = h.deploy(cluster, tmp_path, [configmap("by-kubectl", mode="manent"), configmap("by-helm", mode="manent"),
-                                          configmap("half", mode="manent")], namespace, key=B)
+    result = deploy(cluster, tmp_path, [configmap("by-kubectl", mode="manent"), configmap("by-helm", mode="manent"),
+                                        configmap("half", mode="manent")], namespace, key=B)
     assert result.status == "deployed" and result.adopted == []
     by_subject = {c.subject: c for c in result.changes}
     assert by_subject["ConfigMap/%s/by-kubectl" % namespace].takeovers == [
@@ -259,7 +259,7 @@ def test_a_token_that_may_not_list_still_finds_the_owner_with_gets(cluster, name
     Service is read with a GET instead; the release namespace it may not read does not matter either."""
     with open(os.path.join(cluster.dir, "deployer.token")) as f:
         token = f.read().strip()
-    h.deploy(cluster, tmp_path, [service("s0")], namespace, key=A)
+    deploy(cluster, tmp_path, [service("s0")], namespace, key=A)
     cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                    "metadata": {"name": "deployer", "namespace": namespace},
                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
@@ -272,10 +272,10 @@ def test_a_token_that_may_not_list_still_finds_the_owner_with_gets(cluster, name
     try:
         cluster.wait(lambda: kube.get_json("/api/v1/namespaces/%s/services/s0" % namespace) is not None,
                      what="RBAC for manent-deployer")
-        recording = h.Recording(kube)
+        recording = Recording(kube)
         services = [service("s%d" % i) for i in range(5)]
         with pytest.raises(InputError) as caught:
-            h.deploy(cluster, tmp_path, services, namespace, key=B, kube=recording)
+            deploy(cluster, tmp_path, services, namespace, key=B, kube=recording)
         assert "- Service/%s/s0 belongs to release %s" % (namespace, A_NAME) in str(caught.value)
         assert recording.writes() == []
         # the owner check's LIST (release label selector) tried once, then one GET each
@@ -284,11 +284,11 @@ def test_a_token_that_may_not_list_still_finds_the_owner_with_gets(cluster, name
         assert len([p for m, p, q in recording.calls if m == "GET" and "/services/" in p]) == 5
 
         # the same token deploys B's own Services (no owner found) although it may not list them
-        mine = h.deploy(cluster, tmp_path, [service("s%d" % i) for i in range(1, 5)], namespace, key=B, kube=kube)
+        mine = deploy(cluster, tmp_path, [service("s%d" % i) for i in range(1, 5)], namespace, key=B, kube=kube)
         assert mine.status == "deployed"
     finally:
         kube.close()
-    assert h.locator(cluster, namespace, B)["version"] == "1.0.0"
+    assert locator(cluster, namespace, B)["version"] == "1.0.0"
 
 
 # --------------------------------------------------------------------------- the role: deploy_adopt
@@ -316,7 +316,7 @@ def test_role_stops_the_cluster_and_deploy_adopt_takes_over(clusters, inventory_
     assert "deploy_adopt: true" in entry["message"] and "nothing was written" in entry["message"]
     assert eu1a.get("v1", "ConfigMap", ns, "shared")["data"] == {"owner": "first"}
     assert eu1a.get("v1", "ConfigMap", ns, "second-own") is None
-    assert h.labelled_history(eu1a, ns, ReleaseKey("second", "second", "test")) == {}
+    assert labelled_history(eu1a, ns, ReleaseKey("second", "second", "test")) == {}
 
     adopted = run_playbook("deploy", inventory_path, dict(release("second"), deploy_adopt=True), tmp_path,
                            limit=eu1a.name)

@@ -21,8 +21,8 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.render.bundle im
 from ansible_collections.manent.kubernetes.plugins.module_utils.base.errors import WaitError
 from ansible_collections.manent.kubernetes.plugins.module_utils.history.naming import record_name
 from tests.helpers import chart_path, helm_binary
-from tests.integration import deploy_helpers as h
-from tests.integration.deploy_helpers import KEY
+from tests.integration.deploy_helpers import (
+    KEY, deploy, deployer, locator, record_status, render_bundle, render_chart_bundle)
 from tests.objects import NEVER_READY, PAUSE, configmap, deployment
 
 pytestmark = pytest.mark.integration
@@ -54,8 +54,8 @@ def _manent_time(obj):
 
 def test_pre_stage_completes_before_the_main_objects_and_post_stage_runs_after_the_rollout(
         cluster, namespace, tmp_path):
-    h.deploy(cluster, tmp_path, [configmap("app", v="1"), deployment("web")], namespace, version="1")
-    result = h.deploy(cluster, tmp_path, [
+    deploy(cluster, tmp_path, [configmap("app", v="1"), deployment("web")], namespace, version="1")
+    result = deploy(cluster, tmp_path, [
         job("migrate", {"werf.io/deploy-on": "pre-upgrade"}),
         configmap("app", v="2"), deployment("web", template_annotations={"v": "2"}),
         job("smoke", {"manent.io/deploy-on": "post-upgrade"})], namespace, version="2")
@@ -81,12 +81,12 @@ def test_pre_stage_completes_before_the_main_objects_and_post_stage_runs_after_t
 
 
 def test_failed_pre_stage_job_stops_before_the_main_tiers_and_a_rerun_converges(cluster, namespace, tmp_path):
-    h.deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1")
+    deploy(cluster, tmp_path, [configmap("app", v="1")], namespace, version="1")
     failing = job("migrate", {"werf.io/deploy-on": "pre-upgrade", "werf.io/delete-policy": "failed"},
                   never_ready=True, deadline=2)
     with pytest.raises(WaitError) as err:
-        h.deploy(cluster, tmp_path, [failing, configmap("app", v="2"),
-                                     job("smoke", {"werf.io/deploy-on": "post-upgrade"})], namespace, version="2")
+        deploy(cluster, tmp_path, [failing, configmap("app", v="2"),
+                                   job("smoke", {"werf.io/deploy-on": "post-upgrade"})], namespace, version="2")
 
     message = str(err.value)
     assert message.startswith("Job/%s/migrate: pre-upgrade stage failed, the main objects were not applied: "
@@ -100,27 +100,27 @@ def test_failed_pre_stage_job_stops_before_the_main_tiers_and_a_rerun_converges(
     # nothing of the main stage was touched, the post stage never ran, history says where it stopped
     assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "1"}
     assert cluster.get("batch/v1", "Job", namespace, "smoke") is None
-    assert h.record_status(cluster, namespace, "2") == "failed"
-    assert h.locator(cluster, namespace)["version"] == "1"
+    assert record_status(cluster, namespace, "2") == "failed"
+    assert locator(cluster, namespace)["version"] == "1"
     # delete-policy failed: deleted once its reasons were reported
     cluster.assert_deleted("batch/v1", "Job", namespace, "migrate", timeout=60)
 
     fixed = job("migrate", {"werf.io/deploy-on": "pre-upgrade", "werf.io/delete-policy": "failed"})
-    rerun = h.deploy(cluster, tmp_path, [fixed, configmap("app", v="2"),
-                                         job("smoke", {"werf.io/deploy-on": "post-upgrade"})], namespace, version="2")
+    rerun = deploy(cluster, tmp_path, [fixed, configmap("app", v="2"),
+                                       job("smoke", {"werf.io/deploy-on": "post-upgrade"})], namespace, version="2")
     assert rerun.status == "deployed"
     assert [s["status"] for s in rerun.stages] == ["done", "done", "done"]
     assert cluster.get("v1", "ConfigMap", namespace, "app")["data"] == {"v": "2"}
-    assert h.record_status(cluster, namespace, "2") == "deployed"
-    assert h.locator(cluster, namespace)["version"] == "2"
+    assert record_status(cluster, namespace, "2") == "deployed"
+    assert locator(cluster, namespace)["version"] == "2"
     assert cluster.get("batch/v1", "Job", namespace, "migrate")["status"].get("succeeded") == 1
 
 
 def test_post_stage_waits_for_the_main_rollout(cluster, namespace, tmp_path):
     broken = deployment("web", template_annotations=NEVER_READY, deadline=1)
     with pytest.raises(WaitError) as err:
-        h.deploy(cluster, tmp_path, [broken, job("smoke", {"werf.io/deploy-on": "post-install"})], namespace,
-                 version="1", wait=False)  # wait: false, but a post stage needs the main rollout Current
+        deploy(cluster, tmp_path, [broken, job("smoke", {"werf.io/deploy-on": "post-install"})], namespace,
+               version="1", wait=False)  # wait: false, but a post stage needs the main rollout Current
     assert "Deployment/%s/web" % namespace in str(err.value)
     assert [s["status"] for s in err.value.partial.stages] == ["failed"]
     assert cluster.get("batch/v1", "Job", namespace, "smoke") is None
@@ -128,12 +128,12 @@ def test_post_stage_waits_for_the_main_rollout(cluster, namespace, tmp_path):
 
 def test_rollback_runs_the_pre_and_post_rollback_stages_of_the_stored_release(cluster, namespace, tmp_path):
     hooks = [job("restore", {"werf.io/deploy-on": "pre-rollback"}), job("verify", {"werf.io/deploy-on": "post-rollback"})]
-    first = h.deploy(cluster, tmp_path, hooks + [configmap("app", v="1")], namespace, version="1")
+    first = deploy(cluster, tmp_path, hooks + [configmap("app", v="1")], namespace, version="1")
     assert [s["stage"] for s in first.stages] == ["install"]  # rollback-only objects: not applied on install
     assert cluster.get("batch/v1", "Job", namespace, "restore") is None
-    h.deploy(cluster, tmp_path, [configmap("app", v="2")], namespace, version="2")
+    deploy(cluster, tmp_path, [configmap("app", v="2")], namespace, version="2")
 
-    result = h.deployer(cluster).rollback(namespace, KEY)
+    result = deployer(cluster).rollback(namespace, KEY)
     assert result.status == "rolled-back"
     assert result.stages == [{"stage": "pre-rollback", "objects": 1, "status": "done"},
                              {"stage": "rollback", "objects": 1, "status": "done"},
@@ -154,7 +154,7 @@ def test_hook_annotations_map_to_stages_weights_and_delete_policies(cluster, nam
 
     objects = [hook("second", 5, "hook-succeeded"), hook("first", -5), configmap("app", v="1"),
                configmap("seed", {"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "0"}, v="1")]
-    result = h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    result = deploy(cluster, tmp_path, objects, namespace, version="1")
     assert result.stages[0] == {"stage": "pre-install", "objects": 3, "status": "done"}
     assert _subjects(result, namespace) == [
         ("created", "Job/first"), ("created", "ConfigMap/seed"), ("created", "Job/second"),
@@ -165,7 +165,7 @@ def test_hook_annotations_map_to_stages_weights_and_delete_policies(cluster, nam
     cluster.assert_deleted("batch/v1", "Job", namespace, "second", timeout=60)
 
     # next deploy: the hooks run again (pre-upgrade), before-hook-creation recreates the first one
-    again = h.deploy(cluster, tmp_path, objects[:3], namespace, version="2")
+    again = deploy(cluster, tmp_path, objects[:3], namespace, version="2")
     assert _subjects(again, namespace)[:3] == [("recreated", "Job/first"), ("created", "Job/second"),
                                                ("deleted", "Job/second")]
     assert cluster.get("batch/v1", "Job", namespace, "first")["metadata"]["uid"] != first["metadata"]["uid"]
@@ -216,7 +216,7 @@ def test_succeeded_deletes_hooks_of_every_kind_and_leaves_one_someone_else_chang
                    annotations={"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "1"}),
         configmap("app", v="1")]
     changer = _ChangeWhileStageRuns(cluster, namespace)
-    result = h.deploy(cluster, tmp_path, objects, namespace, version="1")
+    result = deploy(cluster, tmp_path, objects, namespace, version="1")
     changer.join(5)
     assert changer.error is None, changer.error
     by_policy = sorted((c.action, c.subject.replace("/%s/" % namespace, "/"), c.reason) for c in result.changes
@@ -240,20 +240,20 @@ def test_a_failed_weight_group_stops_the_later_groups(cluster, namespace, tmp_pa
                    deadline=2),
                job("second", {"werf.io/deploy-on": "pre-install", "werf.io/weight": "1"}), configmap("app", v="1")]
     with pytest.raises(WaitError) as err:
-        h.deploy(cluster, tmp_path, objects, namespace, version="1")
+        deploy(cluster, tmp_path, objects, namespace, version="1")
     assert "pre-install stage failed" in str(err.value)
     assert cluster.get("batch/v1", "Job", namespace, "first") is not None  # no failed policy: kept for a look
     assert cluster.get("batch/v1", "Job", namespace, "second") is None
     assert cluster.get("v1", "ConfigMap", namespace, "app") is None
-    assert h.record_status(cluster, namespace, "1") == "failed"
+    assert record_status(cluster, namespace, "1") == "failed"
 
 
 def test_chart_hook_runs_as_a_pre_install_stage_and_skipped_hooks_are_reported(cluster, namespace, tmp_path):
     helm, chart = helm_binary(), chart_path("manent-sample-0.1.0.tgz")
     values = {"route": {"enabled": False}, "replicaCount": 1}
-    bundle = h.render_chart_bundle(cluster, chart, namespace, helm, helm_release="sample", helm_skip_crds=True,
-                                   helm_hooks="apply", helm_value=values)
-    result = h.deployer(cluster).deploy(bundle)
+    bundle = render_chart_bundle(cluster, chart, namespace, helm, helm_release="sample", helm_skip_crds=True,
+                                 helm_hooks="apply", helm_value=values)
+    result = deployer(cluster).deploy(bundle)
     assert [s["stage"] for s in result.stages] == ["pre-install", "install"]
     subjects = _subjects(result, namespace)
     assert subjects[:2] == [("created", "Job/sample-manent-sample-migrate"),
@@ -262,9 +262,9 @@ def test_chart_hook_runs_as_a_pre_install_stage_and_skipped_hooks_are_reported(c
     assert result.hooks_skipped == ["Pod/sample-manent-sample-test-connection (hook: test)"]
     cluster.assert_deleted("batch/v1", "Job", namespace, "sample-manent-sample-migrate", timeout=60)
 
-    skipped = h.render_chart_bundle(cluster, chart, namespace, helm, version="0.1.1", helm_release="sample",
-                                    helm_skip_crds=True, helm_value=values)
-    second = h.deployer(cluster).deploy(skipped)
+    skipped = render_chart_bundle(cluster, chart, namespace, helm, version="0.1.1", helm_release="sample",
+                                  helm_skip_crds=True, helm_value=values)
+    second = deployer(cluster).deploy(skipped)
     out = second.to_dict()
     assert sorted(out["details"]["helm_hooks_skipped"]) == [
         "Job/sample-manent-sample-migrate (hook: pre-install,pre-upgrade)",
@@ -287,10 +287,10 @@ def _params(cluster, bundle_path, **extra):
 
 
 def test_manent_apply_result_has_the_spec_shape(cluster, namespace, tmp_path):
-    first = h.render_bundle(cluster, tmp_path, [configmap("a", v="1"), configmap("b", v="1")], namespace, version="1")
+    first = render_bundle(cluster, tmp_path, [configmap("a", v="1"), configmap("b", v="1")], namespace, version="1")
     write(first, str(tmp_path / "b1.json"))
     apply_task.run(_params(cluster, str(tmp_path / "b1.json")), False, False)
-    second = h.render_bundle(cluster, tmp_path, [configmap("a", v="2")], namespace, version="2")
+    second = render_bundle(cluster, tmp_path, [configmap("a", v="2")], namespace, version="2")
     write(second, str(tmp_path / "b2.json"))
     out = apply_task.run(_params(cluster, str(tmp_path / "b2.json"), prune=True), False, False)
     assert out["host"] == cluster.url and out["status"] == "deployed"
@@ -333,9 +333,9 @@ def _revisions(cluster, namespace, label):
 
 def test_statefulset_partition_rollout_is_waited_for_up_to_the_partition(cluster, namespace, tmp_path):
     partition = {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}
-    h.deploy(cluster, tmp_path, [_statefulset("db", strategy=partition)], namespace, version="1", wait_timeout=120)
-    result = h.deploy(cluster, tmp_path, [_statefulset("db", strategy=partition, template_annotations={"v": "2"})],
-                      namespace, version="2", wait_timeout=120)
+    deploy(cluster, tmp_path, [_statefulset("db", strategy=partition)], namespace, version="1", wait_timeout=120)
+    result = deploy(cluster, tmp_path, [_statefulset("db", strategy=partition, template_annotations={"v": "2"})],
+                    namespace, version="2", wait_timeout=120)
     assert [(w["status"]) for w in result.waited] == ["Current"]
     live = cluster.get("apps/v1", "StatefulSet", namespace, "db")
     assert live["status"]["updatedReplicas"] == 1 and live["status"]["readyReplicas"] == 3
@@ -347,24 +347,24 @@ def test_statefulset_partition_rollout_is_waited_for_up_to_the_partition(cluster
 def test_statefulset_ondelete_waits_for_ready_replicas_not_for_updates(cluster, namespace, tmp_path):
     ondelete = {"type": "OnDelete"}
     with pytest.raises(WaitError) as err:  # kstatus would call it Current at once
-        h.deploy(cluster, tmp_path, [_statefulset("stuck", 2, ondelete, NEVER_READY)], namespace, version="1",
-                 wait_timeout=5)
+        deploy(cluster, tmp_path, [_statefulset("stuck", 2, ondelete, NEVER_READY)], namespace, version="1",
+               wait_timeout=5)
     assert "StatefulSet/%s/stuck" % namespace in str(err.value) and "Ready: 0/2" in str(err.value)
 
-    h.deploy(cluster, tmp_path, [_statefulset("db", 2, ondelete)], namespace, version="2", wait_timeout=120)
+    deploy(cluster, tmp_path, [_statefulset("db", 2, ondelete)], namespace, version="2", wait_timeout=120)
     assert cluster.get("apps/v1", "StatefulSet", namespace, "db")["status"]["readyReplicas"] == 2
     before = _revisions(cluster, namespace, "sts=db")
-    result = h.deploy(cluster, tmp_path, [_statefulset("db", 2, ondelete, {"v": "2"})], namespace, version="3",
-                      wait_timeout=60)  # does not wait for pods that nothing replaces
+    result = deploy(cluster, tmp_path, [_statefulset("db", 2, ondelete, {"v": "2"})], namespace, version="3",
+                    wait_timeout=60)  # does not wait for pods that nothing replaces
     assert [(w["ref"], w["status"]) for w in result.waited] == [("StatefulSet/%s/db" % namespace, "Current")]
     assert _revisions(cluster, namespace, "sts=db") == before
 
 
 def test_daemonset_rollout_is_waited_for_on_every_node(cluster, namespace, tmp_path):
     nodes = len(cluster.list("v1", "Node"))
-    h.deploy(cluster, tmp_path, [_daemonset("agent")], namespace, version="1", wait_timeout=120)
-    result = h.deploy(cluster, tmp_path, [_daemonset("agent", template_annotations={"v": "2"})], namespace,
-                      version="2", wait_timeout=120)
+    deploy(cluster, tmp_path, [_daemonset("agent")], namespace, version="1", wait_timeout=120)
+    result = deploy(cluster, tmp_path, [_daemonset("agent", template_annotations={"v": "2"})], namespace,
+                    version="2", wait_timeout=120)
     assert [w["status"] for w in result.waited] == ["Current"]
     live = cluster.get("apps/v1", "DaemonSet", namespace, "agent")
     status = live["status"]
@@ -377,10 +377,10 @@ def test_daemonset_rollout_is_waited_for_on_every_node(cluster, namespace, tmp_p
 
 def test_daemonset_ondelete_does_not_wait_for_pods_nothing_replaces(cluster, namespace, tmp_path):
     ondelete = {"type": "OnDelete"}
-    h.deploy(cluster, tmp_path, [_daemonset("agent", ondelete)], namespace, version="1", wait_timeout=120)
+    deploy(cluster, tmp_path, [_daemonset("agent", ondelete)], namespace, version="1", wait_timeout=120)
     before = _revisions(cluster, namespace, "ds=agent")
-    result = h.deploy(cluster, tmp_path, [_daemonset("agent", ondelete, {"v": "2"})], namespace, version="2",
-                      wait_timeout=30)
+    result = deploy(cluster, tmp_path, [_daemonset("agent", ondelete, {"v": "2"})], namespace, version="2",
+                    wait_timeout=30)
     assert [w["status"] for w in result.waited] == ["Current"]
     assert _revisions(cluster, namespace, "ds=agent") == before
     assert cluster.get("apps/v1", "DaemonSet", namespace, "agent")["status"].get("updatedNumberScheduled", 0) == 0

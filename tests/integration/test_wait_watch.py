@@ -27,7 +27,7 @@ from ansible_collections.manent.kubernetes.plugins.module_utils.cluster import w
 from ansible_collections.manent.kubernetes.plugins.module_utils.cluster.watch import Collection, Observer
 from ansible_collections.manent.kubernetes.plugins.module_utils.engine.wait import wait_for
 from tests.helpers import chart_path, helm_binary
-from tests.integration import deploy_helpers as h
+from tests.integration.deploy_helpers import deployer, dump, locator, record_status, render_bundle, render_chart_bundle
 from tests.integration.exec_helpers import Plugin, exec_user, grant, kubeconfig
 from tests.objects import NEVER_READY, configmap, deployment
 from tests.reliability import record
@@ -41,9 +41,9 @@ RUNS = 8  # deploys in a row per case: one that misses the outcome by chance wou
 
 def _ttl_hooks(cluster, namespace, revision, **values):
     """The ttl-hooks chart rendered for ``namespace`` at version 0.1.<revision>, its hooks applied."""
-    return h.render_chart_bundle(cluster, chart_path("ttl-hooks-0.1.0.tgz"), namespace, helm_binary(),
-                                 version="0.1.%d" % revision, helm_release="ttl", helm_hooks="apply",
-                                 helm_value=dict(values, revision=str(revision)))
+    return render_chart_bundle(cluster, chart_path("ttl-hooks-0.1.0.tgz"), namespace, helm_binary(),
+                               version="0.1.%d" % revision, helm_release="ttl", helm_hooks="apply",
+                               helm_value=dict(values, revision=str(revision)))
 
 
 @pytest.mark.parametrize("policy", ["before-hook-creation,hook-succeeded", "before-hook-creation"])
@@ -51,8 +51,8 @@ def test_a_hook_job_its_ttl_deletes_as_it_finishes_counts_as_completed_every_tim
     hook = "Job/%s/ttl-hook" % namespace
     for revision in range(1, RUNS + 1):
         bundle = _ttl_hooks(cluster, namespace, revision, deletePolicy=policy)
-        result = h.deployer(cluster, wait_timeout=60).deploy(bundle)
-        assert result.status == "deployed", h.dump(result)
+        result = deployer(cluster, wait_timeout=60).deploy(bundle)
+        assert result.status == "deployed", dump(result)
         phase = "install" if revision == 1 else "upgrade"
         assert result.stages == [{"stage": "pre-" + phase, "objects": 1, "status": "done"},
                                  {"stage": phase, "objects": 1, "status": "done"}], result.stages
@@ -62,12 +62,12 @@ def test_a_hook_job_its_ttl_deletes_as_it_finishes_counts_as_completed_every_tim
         assert cluster.get("v1", "ConfigMap", namespace, "ttl-settings")["data"] == {"revision": str(revision)}
         # its TTL deletes it (hook-succeeded has nothing left to delete, or deletes it first): gone either way
         cluster.assert_deleted("batch/v1", "Job", namespace, "ttl-hook", timeout=60)
-    assert h.locator(cluster, namespace)["version"] == "0.1.%d" % RUNS
+    assert locator(cluster, namespace)["version"] == "0.1.%d" % RUNS
 
 
 def test_a_failed_hook_job_its_ttl_deletes_fails_the_deploy_with_the_jobs_reason(cluster, namespace):
     with pytest.raises(WaitError) as err:
-        h.deployer(cluster, wait_timeout=120).deploy(_ttl_hooks(cluster, namespace, 1, fail=True))
+        deployer(cluster, wait_timeout=120).deploy(_ttl_hooks(cluster, namespace, 1, fail=True))
     message = str(err.value)
     assert err.value.permanent
     assert message.startswith("Job/%s/ttl-hook: pre-install stage failed, the main objects were not applied: "
@@ -75,7 +75,7 @@ def test_a_failed_hook_job_its_ttl_deletes_fails_the_deploy_with_the_jobs_reason
     assert "DeadlineExceeded" in message and "ImagePullBackOff: container hook" in message, message
     assert "not visible yet" not in message and "Pending" not in message, message
     assert cluster.get("v1", "ConfigMap", namespace, "ttl-settings") is None
-    assert h.record_status(cluster, namespace, "0.1.1") == "failed"
+    assert record_status(cluster, namespace, "0.1.1") == "failed"
     # once its pods are gone (FailureTarget, seen first, then Failed) its TTL deletes it
     cluster.wait(lambda: cluster.get("batch/v1", "Job", namespace, "ttl-hook") is None, timeout=60,
                  what="the failed Job deleted by its TTL")
@@ -103,8 +103,8 @@ def test_a_watch_from_a_resource_version_the_server_no_longer_holds_relists_and_
 
 def _never_ready(cluster, tmp_path, namespace):
     """A Deployment applied (no wait) whose pods never become ready: the bundle's object."""
-    bundle = h.render_bundle(cluster, tmp_path, [deployment("web", template_annotations=NEVER_READY)], namespace)
-    assert h.deployer(cluster, wait=False).deploy(bundle).status == "deployed"
+    bundle = render_bundle(cluster, tmp_path, [deployment("web", template_annotations=NEVER_READY)], namespace)
+    assert deployer(cluster, wait=False).deploy(bundle).status == "deployed"
     return [obj for obj in bundle.objects if obj["kind"] == "Deployment"]
 
 
