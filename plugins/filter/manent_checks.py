@@ -146,9 +146,7 @@ def _analysis(v):
     rules.append(("deploy_analysis_context", isinstance(v.get("analysis_context") or {}, Mapping),
                   "must be a dict of placeholder values (namespace, candidate_slot, ...)"))
     if used:
-        provider = v.get("analysis_provider")
-        url = as_text(provider.get("url")) if isinstance(provider, Mapping) else ""
-        url = as_text(v["analysis_provider_url"]) if "analysis_provider_url" in v else url
+        url = as_text(v.get("analysis_provider_url"))
         rules.append(("deploy_analysis_provider.url", url.startswith(("https://", "http://")),
                       "is not set; give the Prometheus URL (https://...) and its credentials in "
                       "deploy_analysis_provider, or remove the analysis settings"))
@@ -166,8 +164,7 @@ def manent_preflight(values, parts=None):
     reached through AWX's Kubernetes credential, K8S_AUTH_HOST), play_hosts (how many hosts the play targets);
     artifact (the descriptor), artifact_types, and name (or artifact_name), version, source, sha256 as
     manent_artifact reads them from the descriptor (artifact); concurrency (apply); analysis_context,
-    analysis_provider (only its url is read, a credential in it is never part of a message; or analysis_provider_url),
-    traffic_analysis, traffic_steps, wave_analysis (analysis)."""
+    analysis_provider_url, traffic_analysis, traffic_steps, wave_analysis (analysis)."""
     values = values if isinstance(values, Mapping) else {}
     if parts is None:
         parts = [part for part, key in (("artifact", "artifact"), ("apply", "concurrency"),

@@ -172,17 +172,6 @@ def test_preflight_accepts_good_analysis_settings():
     assert manent_preflight(base_values(analysis_provider_url="")) == []  # no analysis: no provider needed
 
 
-def test_preflight_reads_the_url_of_the_provider_and_nothing_else_of_it():
-    values = {k: v for k, v in base_values(traffic_analysis={"checks": [ERRORS]}).items()
-              if k != "analysis_provider_url"}
-    secret = "s3cr3t-token-value"
-    assert manent_preflight(dict(values, analysis_provider={"url": "https://prom:9090", "token": secret})) == []
-    for provider in ({"token": secret}, {"url": "", "token": secret}, "https://prom:9090", None):
-        failures = manent_preflight(dict(values, analysis_provider=provider))
-        assert [line.split(":")[0] for line in failures] == ["deploy_analysis_provider.url"], failures
-        assert secret not in " ".join(failures)
-
-
 @pytest.mark.parametrize("settings, expected", [
     ({"traffic_analysis": {"checks": [ERRORS]}, "analysis_provider_url": ""}, "deploy_analysis_provider.url: is not set"),
     ({"traffic_analysis": {"checks": [ERRORS], "on_failure": "rollback"}},
