@@ -14,8 +14,8 @@ server with its TSDB in <dir>/server/data (emptied by up and down) and --web.ena
 
 Run it with the virtualenv's python (`make prometheus`): the exporter runs with the same interpreter and needs
 the prometheus-client package. `up` returns once Prometheus is ready and has scraped the exporter, and writes
-<dir>/state.json (pids, ports, URLs); it reuses a healthy running set. The port is a free one unless --port or
-MANENT_PROMETHEUS_PORT fixes it. --basic-auth makes Prometheus require that user (--web.config.file with a
+<dir>/state.json (pids, ports, URLs); it reuses a healthy running set. The port is a free one of PORT_RANGE
+(below the kernel's ephemeral ports) unless --port or MANENT_PROMETHEUS_PORT fixes it. --basic-auth makes Prometheus require that user (--web.config.file with a
 bcrypt hash); --bearer-token (by hand only: a command line is readable by every process) puts
 hack/bearer_proxy.py in front, whose URL then requires that token; one of the two, not both.
 The exporter starts with traffic on service "demo" (slots a and b); POST <exporter>/config changes it.
@@ -28,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -60,10 +61,37 @@ def binary(line="PROMETHEUS_VERSION"):
     return path
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Where a Prometheus port is picked: below the kernel's ephemeral range (net.ipv4.ip_local_port_range), so that
+# neither an outgoing connection nor a process binding port 0 (the tests' HTTP stubs, the exporter, the bearer
+# proxy) takes it while an instance is down for a restart; above the rig's fixed ports (clusters from 17443,
+# delay proxies, fleet proxies and bench clusters up to about 20000).
+PORT_RANGE = (21000, 32000)
+
+
+class PortTaken(RuntimeError):
+    """Another process answers at an instance's address: its port was taken while it was down."""
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(pick=random.SystemRandom().randrange):
+    """A port of PORT_RANGE (below the ephemeral range) that nothing holds now."""
+    low, high = PORT_RANGE[0], min(PORT_RANGE[1], _ephemeral_low())
+    for _attempt in range(500):
+        port = pick(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in %d-%d for prometheus" % (low, high))
 
 
 def _spawn(d, name, argv):
@@ -186,7 +214,7 @@ def start_prometheus(d, targets, port=None, basic_auth=None, line="PROMETHEUS_VE
         try:
             return launch(inst)
         except RuntimeError as e:
-            if port or "address already in use" not in str(e) or attempt == 2:
+            if port or not (isinstance(e, PortTaken) or "address already in use" in str(e)) or attempt == 2:
                 raise
     raise AssertionError("unreachable")
 
@@ -199,6 +227,7 @@ def launch(inst, timeout=START_TIMEOUT):
     try:
         wait_ready(inst, deadline)
         wait_scraped(inst, deadline)
+        _check_alive(inst)
     except BaseException:
         stop(inst["pid"])
         raise
@@ -219,11 +248,32 @@ def _check_alive(inst):
             os.path.join(inst["dir"], "logs", "prometheus.log"), log_tail(inst["dir"], "prometheus")))
 
 
+def _tsdb_path(inst):
+    for arg in inst["argv"]:
+        if arg.startswith("--storage.tsdb.path="):
+            return arg.split("=", 1)[1]
+    raise KeyError("--storage.tsdb.path")
+
+
+def _check_ours(inst):
+    """Raise PortTaken unless the server at inst's URL is inst's Prometheus (its --storage.tsdb.path): a process
+    that took the port while it was down would otherwise answer for it, and inst's own would exit unseen."""
+    try:
+        flags = json.loads(_get(inst, "/api/v1/status/flags")[1])["data"]
+        theirs = flags.get("storage.tsdb.path")
+    except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        theirs = "(no answer to /api/v1/status/flags: %s)" % e
+    if theirs != _tsdb_path(inst):
+        raise PortTaken("another process answers at %s (storage.tsdb.path %s, not %s): its port was taken"
+                        % (inst["url"], theirs, _tsdb_path(inst)))
+
+
 def wait_ready(inst, deadline):
     last = None
     while time.time() < deadline:
         try:
             if _get(inst, "/-/ready")[0] == 200:
+                _check_ours(inst)
                 return
         except (urllib.error.URLError, OSError) as e:
             last = e

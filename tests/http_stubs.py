@@ -42,9 +42,10 @@ def _handler(answer):
 
 
 @contextlib.contextmanager
-def serve(answer):
-    """A loopback HTTP server answering every request with ``answer``; yields its base URL, stopped after."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(answer))
+def serve(answer, port=0):
+    """A loopback HTTP server answering every request with ``answer`` (on ``port``, else a free one); yields its
+    base URL, stopped after."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _handler(answer))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()

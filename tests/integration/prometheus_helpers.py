@@ -230,6 +230,8 @@ class Instance:
 
     def pause(self):
         """SIGSTOP: the port still accepts connections, nothing answers (client timeouts) until resume()."""
+        if not self.running:
+            raise RuntimeError("prometheus %s is not running: nothing to pause" % self.info["url"])
         os.killpg(self.info["pid"], signal.SIGSTOP)
 
     def resume(self):

@@ -8,12 +8,14 @@ scrapes it every second. Conditions on rates are polled until they hold (the 30 
 fill after a change), never asserted at a fixed time.
 """
 
+import json
 import math
 import urllib.error
 
 import pytest
 
-from tests.integration.prometheus_helpers import Client, wait_until, within
+from tests.http_stubs import serve
+from tests.integration.prometheus_helpers import Client, rig, wait_until, within
 
 pytestmark = pytest.mark.integration
 
@@ -127,6 +129,28 @@ def test_a_private_prometheus_goes_away_and_comes_back(private_prometheus, traff
     finally:
         instance.resume()
     wait_until(lambda: client.scalar(query), what="slot b queried again after the pause")
+
+
+def test_a_restart_whose_port_another_server_took_fails_and_names_it(private_prometheus, traffic):
+    """While an instance is down, a server that answers every request as a ready Prometheus with data takes its
+    port: the restart fails with PortTaken instead of passing for the instance (whose own process cannot bind and
+    exits), and starts once the port is free again."""
+    traffic.set("b", rps=5)
+    instance = private_prometheus()
+    instance.stop()
+
+    def impostor(_method, _path, _headers, _body):
+        data = {"resultType": "vector", "result": [{"metric": {"job": "traffic"}, "value": [1, "1"]}]}
+        return 200, "application/json", json.dumps({"status": "success", "data": data}).encode()
+
+    with serve(impostor, port=instance.info["port"]) as url:
+        assert url == instance.url
+        with pytest.raises(rig.PortTaken, match="another process answers at %s" % instance.url):
+            instance.start(timeout=20)
+        assert not instance.running
+    instance.start()
+    assert instance.running and instance.client.ready()
+    wait_until(lambda: instance.client.scalar(requests(traffic, "b")), what="slot b once the port was free")
 
 
 def test_a_private_prometheus_with_basic_auth(private_prometheus, traffic):
