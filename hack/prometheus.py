@@ -15,9 +15,10 @@ server with its TSDB in <dir>/server/data (emptied by up and down) and --web.ena
 Run it with the virtualenv's python (`make prometheus`): the exporter runs with the same interpreter and needs
 the prometheus-client package. `up` returns once Prometheus is ready and has scraped the exporter, and writes
 <dir>/state.json (pids, ports, URLs); it reuses a healthy running set. The port is a free one of PORT_RANGE
-(below the kernel's ephemeral ports) unless --port or MANENT_PROMETHEUS_PORT fixes it. --basic-auth makes Prometheus require that user (--web.config.file with a
-bcrypt hash); --bearer-token (by hand only: a command line is readable by every process) puts
-hack/bearer_proxy.py in front, whose URL then requires that token; one of the two, not both.
+(below the kernel's ephemeral ports) unless --port or MANENT_PROMETHEUS_PORT fixes it. --basic-auth makes
+Prometheus require that user (--web.config.file with a bcrypt hash); --bearer-token (by hand only: a command
+line is readable by every process) puts hack/bearer_proxy.py in front, whose URL then requires that token; one
+of the two, not both.
 The exporter starts with traffic on service "demo" (slots a and b); POST <exporter>/config changes it.
 
 Importable: tests/integration/prometheus_helpers.py starts private instances with start_exporter,
@@ -227,7 +228,6 @@ def launch(inst, timeout=START_TIMEOUT):
     try:
         wait_ready(inst, deadline)
         wait_scraped(inst, deadline)
-        _check_alive(inst)
     except BaseException:
         stop(inst["pid"])
         raise
@@ -258,14 +258,14 @@ def _tsdb_path(inst):
 def _check_ours(inst):
     """Raise PortTaken unless the server at inst's URL is inst's Prometheus (its --storage.tsdb.path): a process
     that took the port while it was down would otherwise answer for it, and inst's own would exit unseen."""
+    ours = _tsdb_path(inst)
     try:
-        flags = json.loads(_get(inst, "/api/v1/status/flags")[1])["data"]
-        theirs = flags.get("storage.tsdb.path")
+        theirs = json.loads(_get(inst, "/api/v1/status/flags")[1])["data"].get("storage.tsdb.path")
     except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         theirs = "(no answer to /api/v1/status/flags: %s)" % e
-    if theirs != _tsdb_path(inst):
+    if theirs != ours:
         raise PortTaken("another process answers at %s (storage.tsdb.path %s, not %s): its port was taken"
-                        % (inst["url"], theirs, _tsdb_path(inst)))
+                        % (inst["url"], theirs, ours))
 
 
 def wait_ready(inst, deadline):
