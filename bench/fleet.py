@@ -5,6 +5,7 @@
 
     python bench/fleet.py run    [--sizes 1,10,30,100] [--runs 3] [--forks 50] [--inventory DIR/inventory.yml]
                                  [--proxy-base-port 18500] [--out .build/bench-fleet] [--big-at 10] [--delay-at 30]
+                                 [--reference COMMIT]
     python bench/fleet.py report [--results bench/fleet-results.json] [--before RESULTS]
                                  # the fleet section of BENCHMARKS.md and docs/bench-fleet.png
     python bench/fleet.py serve  [--size 100] [--write fleet-inventory.yml]
@@ -22,9 +23,11 @@ deploy seconds (the summary file), and the load average before and after.
 Per fleet size and run, in fresh namespaces: first install of the sample app (examples/artifacts/shop.yaml, 4
 objects, 1 replica), nothing changed, one image changed; at --big-at clusters also a 300-object release
 (bench/gen.py: first install, nothing changed; in the first --big-runs runs only); at --delay-at clusters also
-nothing changed with 50 ms added to every round trip. Size 1 is the reference for the requests per cluster. The
-namespaces are deleted after each size (not timed). Runs interleave the sizes, so a slow spell of the shared machine
-does not fall on one size.
+nothing changed with 50 ms added to every round trip; with --reference COMMIT, right after each nothing-changed cell,
+the same redeploy by that earlier commit (a git worktree), whose figures bench/runs/ holds: the report then also
+gives the targets in the machine state of those recorded figures (this machine's speed changes from day to day).
+Size 1 is the reference for the requests per cluster. The namespaces are deleted after each size (not timed). Runs
+interleave the sizes, so a slow spell of the shared machine does not fall on one size.
 
 Clusters: the inventory's (start dedicated ones, e.g. `python hack/clusters.py up --dir /tmp/fleet-cl
 --base-port 18400 --topology fl-1/fl-1a`; the bench never starts or stops clusters).
@@ -67,7 +70,11 @@ DELAY_MS = 50
 CAP = 900  # seconds one playbook run may take before the bench stops it
 SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image": "one image changed",
                    "install-300": "300 objects, first install", "noop-300": "300 objects, nothing changed",
-                   "noop-50ms": "nothing changed, 50 ms per round trip"}
+                   "noop-50ms": "nothing changed, 50 ms per round trip",
+                   "noop-ref": "nothing changed, reference commit"}
+# The scenario of --reference: the reference commit's nothing-changed redeploy, right after this code's.
+REF_SCENARIO = "noop-ref"
+RUNS = os.path.join(HERE, "runs")
 BEGIN, END = "<!-- bench-fleet: begin -->", "<!-- bench-fleet: end -->"
 
 
@@ -180,6 +187,40 @@ def playbook(workdir, inventory, extra, forks, label, root=ROOT):
             "deploy_seconds": [t.get("seconds") for t in targets if isinstance(t.get("seconds"), (int, float))]}
 
 
+# --------------------------------------------------------------------------- the reference commit
+
+
+def recorded_results(commit):
+    """The recorded raw results of ``commit`` (bench/runs/<date>-fleet-<commit>.json), as a path relative to the
+    checkout; SystemExit when there is not exactly one."""
+    found = sorted(name for name in os.listdir(RUNS) if name.endswith("-fleet-%s.json" % commit))
+    if len(found) != 1:
+        raise SystemExit("--reference %s: bench/runs/ holds %s fleet results of that commit (%s); give a commit whose "
+                         "figures were recorded there by make bench-fleet" % (
+                             commit, "no" if not found else len(found), ", ".join(found) or "none"))
+    return os.path.relpath(os.path.join(RUNS, found[0]), ROOT)
+
+
+class Reference:
+    """A checkout of an earlier commit whose fleet figures bench/runs/ holds: a git worktree under the bench's output
+    directory, with the collection link its playbooks need (.build/collections), removed at the end."""
+
+    def __init__(self, commit, out):
+        self.commit = commit
+        self.recorded_path = recorded_results(commit)
+        self.root = os.path.join(out, "reference-%s" % commit)
+        self.remove()
+        subprocess.run(["git", "worktree", "add", "--detach", "--force", self.root, commit], cwd=ROOT, check=True,
+                       capture_output=True)
+        link = os.path.join(self.root, ".build", "collections", "ansible_collections", "manent", "kubernetes")
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(self.root, link)
+
+    def remove(self):
+        subprocess.run(["git", "worktree", "remove", "--force", self.root], cwd=ROOT, check=False, capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------- the bench
 
 
@@ -198,12 +239,13 @@ class Fleet:
                         for i, c in ((i, self.clusters[i % len(self.clusters)]) for i in range(biggest))]
         self.group = ProxyGroup(self.proxies)
         self.results = []
+        self.reference = Reference(args.reference, self.out) if args.reference else None
 
-    def cell(self, size, scenario, run, inventory, hosts, artifact):
+    def cell(self, size, scenario, run, inventory, hosts, artifact, root=None):
         extra = extra_vars(self.workdir, artifact, self.args.forks)
         counts = [p.stats["requests"] for p in self.proxies[:size]]
         label = "n%d-%s-r%d" % (size, scenario, run)
-        got = playbook(self.workdir, inventory, extra, self.args.forks, label, os.path.abspath(self.args.root))
+        got = playbook(self.workdir, inventory, extra, self.args.forks, label, root or os.path.abspath(self.args.root))
         requests = [p.stats["requests"] - c for p, c in zip(self.proxies[:size], counts)]
         got.update(size=size, scenario=scenario, run=run, hosts=len(hosts),
                    requests={"min": min(requests), "median": statistics.median(requests), "max": max(requests)})
@@ -228,6 +270,10 @@ class Fleet:
         try:
             self.cell(size, "install", run, inventory, hosts, self.artifacts["sample"])
             self.cell(size, "noop", run, inventory, hosts, self.artifacts["sample"])
+            if self.reference:
+                # The reference commit's nothing-changed redeploy of the same release, right after this code's: the
+                # machine's speed at this moment, in the units of the reference's recorded figures (REF_SCENARIO).
+                self.cell(size, REF_SCENARIO, run, inventory, hosts, self.artifacts["sample"], root=self.reference.root)
             self.cell(size, "image", run, inventory, hosts, self.artifacts["sample-image"])
             if size == self.args.delay_at:
                 for proxy in self.proxies[:size]:
@@ -259,6 +305,8 @@ class Fleet:
 
     def run(self):
         self.meta = meta(self.args, self.clusters)
+        if self.reference:
+            self.meta["reference"] = {"commit": self.reference.commit, "recorded": self.reference.recorded_path}
         if self.args.big_at in self.sizes:
             for cluster in self.clusters:
                 ensure_pod_room(cluster, 300 * self.args.big_at // len(self.clusters))
@@ -269,6 +317,8 @@ class Fleet:
                     self.sequence(size, run)
         finally:
             self.group.stop()
+            if self.reference:
+                self.reference.remove()
         self.meta["finished"] = now()
         self.save()
         return self.results
@@ -357,14 +407,16 @@ def _target_values(med):
          hundred - one if one is not None and hundred is not None else None, 0, "%+g")]
 
 
-def targets(results):
+def targets(results, transform=None):
     """Issue 46's fleet targets, on the medians and on each run alone: a target is met only when every run that
-    measured it met it (a median can hide a run over the limit)."""
+    measured it met it (a median can hide a run over the limit). ``transform`` (cells of medians -> cells) is applied
+    to the medians of all runs and to each run's before the targets are read from them (normalized())."""
+    transform = transform or (lambda med: med)
     runs = sorted({r["run"] for r in results})
-    per_run = [_target_values(medians([r for r in results if r["run"] == run])) for run in runs]
+    per_run = [_target_values(transform(medians([r for r in results if r["run"] == run]))) for run in runs]
     rows = ["| target | median | %s | limit | |" % " | ".join("run %d" % run for run in runs),
             "|---|---|%s---|---|" % ("---|" * len(runs))]
-    for index, (what, value, limit, shown) in enumerate(_target_values(medians(results))):
+    for index, (what, value, limit, shown) in enumerate(_target_values(transform(medians(results)))):
         values = [row[index][1] for row in per_run]
         measured = [(run, v) for run, v in zip(runs, values) if v is not None]
         over = ["run %d" % run for run, v in measured if v > limit]
@@ -380,6 +432,72 @@ def targets(results):
             what, "–" if value is None else shown % value,
             " | ".join("–" if v is None else shown % v for v in values), limit, verdict))
     return rows
+
+
+def _scaled(value, then, now):
+    """``value`` measured when the reference measured ``now``, in the machine state in which it measured ``then``."""
+    return value * then / now if None not in (value, then, now) and now > 0 else None
+
+
+def normalized(med, recorded):
+    """The nothing-changed cells of ``med`` in the machine state of the reference's recorded figures: each cell's wall
+    and CPU multiplied by the reference's recorded median over its figure in the same run (REF_SCENARIO, right after
+    this code's cell, on the same clusters and release). Memory and requests are left as measured: they do not follow
+    the machine's speed. A cell without its reference (either one) gets no wall or CPU."""
+    out = dict(med)
+    for (size, scenario), row in med.items():
+        if scenario != "noop":
+            continue
+        now, then = med.get((size, REF_SCENARIO)) or {}, recorded.get((size, "noop")) or {}
+        out[(size, scenario)] = dict(row, cpu=_scaled(row["cpu"], then.get("cpu"), now.get("cpu")),
+                                     wall=_scaled(row["wall"], then.get("wall"), now.get("wall")))
+    return out
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def speed_table(results, recorded, commit):
+    """Per run and size: the reference commit now and as recorded, how much slower the machine is, and this code
+    against the reference in the same run."""
+    lines = ["| clusters | run | %s now: wall / CPU | %s recorded (median): wall / CPU | machine slower by (CPU) "
+             "| this code ÷ %s, same run: wall / CPU |" % (commit, commit, commit), "|---:|---:|---:|---:|---:|---:|"]
+    for run in sorted({r["run"] for r in results}):
+        med = medians([r for r in results if r["run"] == run])
+        for size in sorted(s for (s, scenario) in med if scenario == REF_SCENARIO):
+            now, then, mine = med[(size, REF_SCENARIO)], recorded.get((size, "noop")) or {}, med.get((size, "noop"), {})
+            lines.append("| %d | %d | %s / %s s | %s / %s s | %s× | %s / %s |" % (
+                size, run, _f(now["wall"]), _f(now["cpu"]), _f(then.get("wall")), _f(then.get("cpu")),
+                _f(_ratio(now["cpu"], then.get("cpu")), "%.2f"), _f(_ratio(mine.get("wall"), now["wall"]), "%.2f"),
+                _f(_ratio(mine.get("cpu"), now["cpu"]), "%.2f")))
+    return lines
+
+
+def load_recorded(path):
+    """(meta, cells of medians) of recorded raw results (a path relative to the checkout, or absolute)."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        data = json.load(handle)
+    return data["meta"], medians(data["results"])
+
+
+def reference_lines(meta_, results):
+    """The targets in the reference's machine state and the speed table, when the run measured a reference."""
+    reference = meta_.get("reference")
+    if not reference or not any(r["scenario"] == REF_SCENARIO for r in results):
+        return []
+    then_meta, recorded = load_recorded(reference["recorded"])
+    commit = reference["commit"]
+    return ["### The same targets in the machine state of commit %s's recorded figures" % commit, "",
+            "This shared machine's speed changes from day to day. Each run also redeployed the same release, nothing "
+            "changed, with commit %s right after this code (scenario \"%s\" above), whose figures were recorded "
+            "on %s (%s: %s). Below, this code's nothing-changed wall and CPU are scaled by that commit's recorded "
+            "figure over its figure in the same run, cell by cell; memory and requests as measured. Measured figures "
+            "are the ones above; these say what they would have been in the machine state of the recorded run." % (
+                commit, SCENARIO_TITLES[REF_SCENARIO], then_meta.get("started"), reference["recorded"],
+                "medians of %s runs" % then_meta.get("runs")), ""] + \
+        targets(results, lambda med: normalized(med, recorded)) + ["", "The reference in each run:", ""] + \
+        speed_table(results, recorded, commit) + [""]
 
 
 def plot(med, path, before=None):
@@ -426,6 +544,7 @@ def section(meta_, results, before=None, notes=()):
                  meta_.get("api_servers", 1), meta_.get("forks"), meta_.get("forks"), meta_.get("runs")), ""]
     lines += table(med) + ["", "![wall time and controller CPU against the number of clusters](docs/bench-fleet.png)",
                            "", "### Issue 46's fleet targets", ""] + targets(results) + [""]
+    lines += reference_lines(meta_, results)
     if notes:
         lines += ["Notes:", ""] + ["- " + note for note in notes] + [""]
     if before:
@@ -467,7 +586,7 @@ def cmd_report(args):
     with open(md, "w", encoding="utf-8") as handle:
         handle.write(splice(text, section(data["meta"], data["results"], before, data["meta"].get("notes") or args.note)))
     plot(med, os.path.join(ROOT, "docs", "bench-fleet.png"), medians(before[1]) if before else None)
-    print("\n".join(table(med) + [""] + targets(data["results"])))
+    print("\n".join(table(med) + [""] + targets(data["results"]) + [""] + reference_lines(data["meta"], data["results"])))
     return 0
 
 
@@ -481,7 +600,8 @@ def cmd_run(args):
         write_results(data["meta"], data["results"], KEPT)
         args.results, args.note = KEPT, []
         return cmd_report(args)
-    print("\n".join(table(medians(fleet.results)) + [""] + targets(fleet.results)))
+    print("\n".join(table(medians(fleet.results)) + [""] + targets(fleet.results) + [""]
+                    + reference_lines(fleet.meta, fleet.results)))
     return 0
 
 
@@ -526,6 +646,9 @@ def main(argv=None):
     run.add_argument("--commit", help="the commit of --root, when it is no git checkout")
     run.add_argument("--keep", action="store_true", help="keep the results (bench/fleet-results.json) and report them")
     run.add_argument("--before", help="raw results of a run on older code, shown for comparison")
+    run.add_argument("--reference", metavar="COMMIT", help="an earlier commit whose results bench/runs/ holds "
+                     "(<date>-fleet-<COMMIT>.json): each run also redeploys with it, nothing changed, and the report "
+                     "gives the targets in the machine state of its recorded figures")
     run.add_argument("--args-text", default="", help=argparse.SUPPRESS)
     report = sub.add_parser("report")
     report.add_argument("--results", default=KEPT)

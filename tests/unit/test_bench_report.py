@@ -384,3 +384,39 @@ def test_fleet_requests_target_compares_each_run_with_itself():
     row = _rows(fleet.targets(results))[
         "API requests of each cluster, nothing changed: most of any cluster at 100 − one cluster alone"]
     assert row[:6] == ["+4", "+5", "+0", "+0", "0", "**not met** (run 1) |"]
+
+
+def test_fleet_targets_in_the_reference_machine_state_scale_each_nothing_changed_cell_by_its_own_reference():
+    """The reference commit redeployed right after this code in each run: each nothing-changed cell is scaled by
+    the reference's recorded figure over its figure in the same run, run by run; memory and requests are not."""
+    recorded = fleet.medians([_fleet(10, "noop", 6.0, 1.0, 16), _fleet(30, "noop", 12.0, 1.0, 16),
+                              _fleet(100, "noop", 30.0, 1.0, 16)])  # walls: half the CPU, 3, 6 and 15 s
+    results = []
+    for run, slower in ((1, 2.0), (2, 2.5)):  # the machine: twice, then 2.5 times as slow as when recorded
+        for size, cpu in ((10, 10.0), (30, 22.0), (100, 56.0)):
+            results += [_fleet(size, "noop", cpu * slower / 2.0, 100.0 + size, 16, run=run),
+                        _fleet(size, fleet.REF_SCENARIO, {10: 6.0, 30: 12.0, 100: 30.0}[size] * slower, 1.0, 16,
+                               run=run)]
+    med = fleet.normalized(fleet.medians([r for r in results if r["run"] == 2]), recorded)
+    assert med[(100, "noop")]["cpu"] == 28.0 and med[(100, "noop")]["wall"] == 14.0  # 70 * 30 / 75
+    assert med[(100, "noop")]["pss_mib"] == 200.0 and med[(100, fleet.REF_SCENARIO)]["cpu"] == 75.0
+    rows = _rows(fleet.targets(results, lambda m: fleet.normalized(m, recorded)))
+    assert rows["marginal controller CPU per cluster, nothing changed (slope 30 → 100 clusters)"][1:3] == \
+        ["0.24 CPU-s", "0.24 CPU-s"]  # (28 - 11) / 70 in both runs
+    assert rows["100 clusters, nothing changed, forks 50: wall"][1:3] == ["14.0 s", "14.0 s"]
+    assert rows["wall(100) / wall(10), nothing changed"][1:3] == ["5.60×", "5.60×"]
+    assert rows["wall(100) / wall(10), nothing changed"][4] == "**not met** (run 1, run 2) |"  # 2 runs: 5 columns
+    # as measured, run 2 is slower than run 1 and over the limits
+    measured = _rows(fleet.targets(results))
+    assert measured["100 clusters, nothing changed, forks 50: wall"][1:3] == ["28.0 s", "35.0 s"]
+    # a cell whose reference is missing in that run gives no scaled figure (the target is not measured there)
+    results = [r for r in results if not (r["run"] == 2 and r["size"] == 100 and r["scenario"] == fleet.REF_SCENARIO)]
+    rows = _rows(fleet.targets(results, lambda m: fleet.normalized(m, recorded)))
+    assert rows["100 clusters, nothing changed, forks 50: wall"][1:3] == ["14.0 s", "–"]
+
+
+def test_a_reference_without_recorded_fleet_results_is_refused_by_name():
+    with pytest.raises(SystemExit) as refused:
+        fleet.recorded_results("0000000")
+    assert "--reference 0000000: bench/runs/ holds no fleet results of that commit" in str(refused.value)
+    assert fleet.recorded_results("eacb34c") == os.path.join("bench", "runs", "2026-12-05-fleet-eacb34c.json")
