@@ -23,9 +23,10 @@ deploy seconds (the summary file), and the load average before and after.
 Per fleet size and run, in fresh namespaces: first install of the sample app (examples/artifacts/shop.yaml, 4
 objects, 1 replica), nothing changed, one image changed; at --big-at clusters also a 300-object release
 (bench/gen.py: first install, nothing changed; in the first --big-runs runs only); at --delay-at clusters also
-nothing changed with 50 ms added to every round trip; with --reference COMMIT, right after each nothing-changed cell,
-the same redeploy by that earlier commit (a git worktree), whose figures bench/runs/ holds: the report then also
-gives the targets in the machine state of those recorded figures (this machine's speed changes from day to day).
+nothing changed with 50 ms added to every round trip; with --reference COMMIT, next to each nothing-changed cell
+(after an unmeasured one, the order alternating by run), the same redeploy by that earlier commit (a git worktree),
+whose figures bench/runs/ holds: the report then also gives the targets in the machine state of those recorded
+figures (this machine's speed changes from day to day).
 Size 1 is the reference for the requests per cluster. The namespaces are deleted after each size (not timed). Runs
 interleave the sizes, so a slow spell of the shared machine does not fall on one size.
 
@@ -269,11 +270,10 @@ class Fleet:
                       ignore_errors=True)
         try:
             self.cell(size, "install", run, inventory, hosts, self.artifacts["sample"])
-            self.cell(size, "noop", run, inventory, hosts, self.artifacts["sample"])
             if self.reference:
-                # The reference commit's nothing-changed redeploy of the same release, right after this code's: the
-                # machine's speed at this moment, in the units of the reference's recorded figures (REF_SCENARIO).
-                self.cell(size, REF_SCENARIO, run, inventory, hosts, self.artifacts["sample"], root=self.reference.root)
+                self.pair(size, run, inventory, hosts)
+            else:
+                self.cell(size, "noop", run, inventory, hosts, self.artifacts["sample"])
             self.cell(size, "image", run, inventory, hosts, self.artifacts["sample-image"])
             if size == self.args.delay_at:
                 for proxy in self.proxies[:size]:
@@ -288,6 +288,21 @@ class Fleet:
                 self.cell(size, "noop-300", run, inventory, hosts, self.artifacts["big"])
         finally:
             self.clean([h["deploy_namespace"] for h in hosts.values()])
+
+    def pair(self, size, run, inventory, hosts):
+        """This code's nothing-changed redeploy and the reference commit's (REF_SCENARIO), one right after the other:
+        the machine's speed at that moment in the units of the reference's recorded figures. An unmeasured
+        redeploy first lets the clusters settle after the install (the first nothing-changed redeploy after a first
+        install of 100 clusters, measured first, took 2 s longer per cluster than the one after it), and the order
+        alternates from run to run."""
+        extra = extra_vars(self.workdir, self.artifacts["sample"], self.args.forks)
+        settled = playbook(self.workdir, inventory, extra, self.args.forks, "n%d-settle-r%d" % (size, run),
+                           os.path.abspath(self.args.root))
+        log("settle       %3d clusters run %d: rc=%s %.1f s wall (not measured)" % (
+            size, run, settled["rc"], settled["wall"]))
+        cells = [("noop", None), (REF_SCENARIO, self.reference.root)]
+        for scenario, root in (cells if run % 2 else cells[::-1]):
+            self.cell(size, scenario, run, inventory, hosts, self.artifacts["sample"], root=root)
 
     def clean(self, namespaces):
         """Delete the namespaces of a sequence and wait until they are gone (not timed)."""
@@ -490,7 +505,8 @@ def reference_lines(meta_, results):
     commit = reference["commit"]
     return ["### The same targets in the machine state of commit %s's recorded figures" % commit, "",
             "This shared machine's speed changes from day to day. Each run also redeployed the same release, nothing "
-            "changed, with commit %s right after this code (scenario \"%s\" above), whose figures were recorded "
+            "changed, with commit %s next to this code (scenario \"%s\" above; after an unmeasured redeploy that "
+            "lets the clusters settle after the install, this code first in odd runs), whose figures were recorded "
             "on %s (%s: %s). Below, this code's nothing-changed wall and CPU are scaled by that commit's recorded "
             "figure over its figure in the same run, cell by cell; memory and requests as measured. Measured figures "
             "are the ones above; these say what they would have been in the machine state of the recorded run." % (
