@@ -73,7 +73,7 @@ SCENARIO_TITLES = {"install": "first install", "noop": "nothing changed", "image
                    "install-300": "300 objects, first install", "noop-300": "300 objects, nothing changed",
                    "noop-50ms": "nothing changed, 50 ms per round trip",
                    "noop-ref": "nothing changed, reference commit"}
-# The scenario of --reference: the reference commit's nothing-changed redeploy, right after this code's.
+# The scenario of --reference: the reference commit's nothing-changed redeploy, next to this code's (Fleet.pair).
 REF_SCENARIO = "noop-ref"
 RUNS = os.path.join(HERE, "runs")
 BEGIN, END = "<!-- bench-fleet: begin -->", "<!-- bench-fleet: end -->"
@@ -211,8 +211,11 @@ class Reference:
         self.recorded_path = recorded_results(commit)
         self.root = os.path.join(out, "reference-%s" % commit)
         self.remove()
-        subprocess.run(["git", "worktree", "add", "--detach", "--force", self.root, commit], cwd=ROOT, check=True,
-                       capture_output=True)
+        added = subprocess.run(["git", "worktree", "add", "--detach", "--force", self.root, commit], cwd=ROOT,
+                               check=False, capture_output=True, text=True)
+        if added.returncode != 0:
+            raise SystemExit("--reference %s: git worktree add %s failed: %s" % (commit, self.root,
+                                                                                 added.stderr.strip()))
         link = os.path.join(self.root, ".build", "collections", "ansible_collections", "manent", "kubernetes")
         os.makedirs(os.path.dirname(link), exist_ok=True)
         os.symlink(self.root, link)
@@ -290,7 +293,7 @@ class Fleet:
             self.clean([h["deploy_namespace"] for h in hosts.values()])
 
     def pair(self, size, run, inventory, hosts):
-        """This code's nothing-changed redeploy and the reference commit's (REF_SCENARIO), one right after the other:
+        """This code's nothing-changed redeploy and the reference commit's (REF_SCENARIO), one after the other:
         the machine's speed at that moment in the units of the reference's recorded figures. An unmeasured
         redeploy first lets the clusters settle after the install (the first nothing-changed redeploy after a first
         install of 100 clusters, measured first, took 2 s longer per cluster than the one after it), and the order
@@ -456,7 +459,7 @@ def _scaled(value, then, now):
 
 def normalized(med, recorded):
     """The nothing-changed cells of ``med`` in the machine state of the reference's recorded figures: each cell's wall
-    and CPU multiplied by the reference's recorded median over its figure in the same run (REF_SCENARIO, right after
+    and CPU multiplied by the reference's recorded median over its figure in the same run (REF_SCENARIO, next to
     this code's cell, on the same clusters and release). Memory and requests are left as measured: they do not follow
     the machine's speed. A cell without its reference (either one) gets no wall or CPU."""
     out = dict(med)
