@@ -40,9 +40,11 @@ ARGUMENTS = "Check the variables of every targeted cluster against the deploy ro
 ONCE_PER_RUN = ["Preflight | One inventory host per cluster and namespace", "Plan | Start the result of every cluster afresh",
                 "Render | Stop before the first wave when a rendering failed, or the analysis preflight",
                 "Checkpoint | Releases in service", "Waves | Number the waves of the clusters by region", "Waves | Plan"]
-# Once per wave: the summary (skipped at the first wave), the wave analysis' include (skipped without
-# deploy_wave_analysis) and the outcome (skipped when no cluster of the wave failed), each run_once.
-ONCE_PER_WAVE = ["Summary | Export the results of this operation (set_stats)",
+# Once per wave: the summary (its reading of the results, then four tasks skipped at the first wave), the wave
+# analysis' include (skipped without deploy_wave_analysis) and the outcome (skipped when no cluster of the wave
+# failed), each run_once.
+ONCE_PER_WAVE = ["Summary | Read the results of every cluster, once for the report",
+                 "Summary | Export the results of this operation (set_stats)",
                  "Summary | Add this operation to the run's list (set_stats)", "Summary | Per-cluster summary",
                  "Summary | Write the summary file", "Analysis", "Outcome | Fail when this cluster failed"]
 

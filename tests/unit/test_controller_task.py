@@ -8,6 +8,8 @@ has no warning task of its own."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import types
 
 from ansible_collections.manent.kubernetes.plugins.module_utils.tasks import common
@@ -118,3 +120,25 @@ def test_arguments_reach_the_task_as_plain_python_values():
     assert not result.get("failed"), result
     assert seen == {"api_server": SERVER, "values": {1: "x"}}
     assert type(seen["api_server"]) is str  # pylint: disable=unidiomatic-typecheck
+
+
+WARMED = """
+import sys
+from ansible.plugins.loader import init_plugin_loader
+init_plugin_loader()
+from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
+missing = [name for loader, name in controller_task.WARM if loader.get(name, class_only=True) is None]
+print(len(controller_task.WARM), missing)
+"""
+
+
+def test_every_plugin_warmed_in_the_parent_loads():
+    """warm() passes over a plugin that fails to load (the worker reports it where it is used), so a misspelled or
+    removed name in WARM would only make every worker load its plugin again, unnoticed: each one must load. In a
+    process of its own, with ansible-core's plugin loader as ansible-playbook sets it up."""
+    out = subprocess.run([sys.executable, "-c", WARMED], capture_output=True, text=True, check=True)  # conftest.py
+    # exposes the checkout as the collection, in ANSIBLE_COLLECTIONS_PATH
+    count, missing = out.stdout.strip().split(" ", 1)
+    assert int(count) == len(controller_task.WARM) >= 6 and missing == "[]", out.stdout + out.stderr
+    names = [entry[1] for entry in controller_task.WARM]
+    assert "manent.kubernetes.manent_connection" in names and "local" in names  # what every manent task's worker loads
