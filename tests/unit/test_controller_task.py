@@ -123,7 +123,6 @@ def test_arguments_reach_the_task_as_plain_python_values():
 
 
 WARMED = """
-import sys
 from ansible.plugins.loader import init_plugin_loader
 init_plugin_loader()
 from ansible_collections.manent.kubernetes.plugins.plugin_utils import controller_task
